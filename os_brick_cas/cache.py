@@ -1,0 +1,259 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Putting a block device behind an Open CAS cache instance and back.
+
+:class:`VolumeCache` is the cache step shared by the RBD connector and the
+os-brick cache-engine adapter. Its rules (design.md, "Safety rules"):
+
+* a device already cached is returned as is; an inactive core (after a host
+  reboot) is re-activated in its own instance with its own core id;
+* cores of write-back/write-only instances are listed in opencas.conf with
+  lazy_startup=true while attached;
+* detach flushes a core whose instance can hold dirty data, under a time
+  bound, and removes nothing when the flush fails or runs out of time;
+* a core that holds dirty data is never removed with force.
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
+from os_brick_cas import locks
+from os_brick_cas import modes
+from os_brick_cas import opencas_conf
+from os_brick_cas import opts
+from os_brick_cas import policy as policy_mod
+from os_brick_cas.privileged import devices as priv_devices
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class CachedDevice:
+    """A device exported by Open CAS for one core."""
+
+    cache_id: int
+    core_id: int
+    mode: modes.CacheMode
+    path: str
+    core_device: str
+
+
+class VolumeCache(object):
+    """The cache step of attach and detach, for one host."""
+
+    def __init__(self, casadm: Optional[casadm_mod.Casadm] = None,
+                 policy: Optional[policy_mod.CachePolicy] = None,
+                 conf: cfg.ConfigOpts = cfg.CONF):
+        self.casadm = casadm or casadm_mod.Casadm()
+        self.policy = policy or policy_mod.CachePolicy.from_conf(conf)
+        self.conf = conf
+
+    @property
+    def _opencas_conf(self) -> str:
+        return self.conf[opts.GROUP].opencas_conf
+
+    @property
+    def _flush_timeout(self) -> int:
+        return self.conf[opts.GROUP].flush_timeout
+
+    def list_caches(self) -> list[casadm_mod.CacheInstance]:
+        return self.casadm.list_caches()
+
+    @staticmethod
+    def _mode_of(caches: list[casadm_mod.CacheInstance],
+                 cache_id: int) -> modes.CacheMode:
+        for cache in caches:
+            if cache.cache_id == cache_id:
+                # 'wb->wt' while a mode switch flushes: still dirty-capable
+                return modes.CacheMode(cache.mode.split('->')[0])
+        raise exception.CacheNotFound(cache_id=cache_id)
+
+    def attach(self, core_device: str, requested: modes.CacheMode,
+               volume: str,
+               caches: Optional[list[casadm_mod.CacheInstance]] = None
+               ) -> Optional[CachedDevice]:
+        """Cache *core_device* (a by-id link) in an instance for *requested*.
+
+        Returns None when the fallback policy chose an uncached attach.
+        """
+        if caches is None:
+            caches = self.casadm.list_caches()
+        existing = self.casadm.find_core(caches, core_device)
+        if existing is not None:
+            return self._reuse(existing, caches, requested, volume)
+        placement = self.policy.place(requested, caches)
+        if not placement.cached:
+            LOG.warning('Volume %(vol)s asked for cache mode %(mode)s, which '
+                        'this host cannot serve; attaching it uncached as '
+                        '[os_brick_cas] fallback_policy allows.',
+                        {'vol': volume, 'mode': requested.value})
+            return None
+        if placement.fell_back:
+            LOG.warning('Volume %(vol)s asked for cache mode %(req)s; using '
+                        'mode %(mode)s instead as [os_brick_cas] '
+                        'fallback_policy allows.',
+                        {'vol': volume, 'req': requested.value,
+                         'mode': placement.mode.value})
+        mode = placement.mode
+        cache_id = placement.cache_id
+        if mode.holds_dirty_data:
+            self._require_persistent_cache(cache_id, mode, volume)
+        with locks.cache_lock(cache_id):
+            core = self.casadm.add_core(cache_id, core_device)
+            if mode.holds_dirty_data:
+                try:
+                    priv_devices.record_core(cache_id, core.core_id,
+                                             core_device)
+                except Exception:
+                    LOG.exception('Could not record core %(core)s of cache '
+                                  '%(cache)s in %(conf)s; removing it again.',
+                                  {'core': core.core_id, 'cache': cache_id,
+                                   'conf': self._opencas_conf})
+                    # Nothing was written through it yet: removal is safe.
+                    self.casadm.remove_core(core)
+                    raise
+        LOG.info('Volume %(vol)s cached in instance %(cache)s (%(mode)s) as '
+                 '%(path)s', {'vol': volume, 'cache': cache_id,
+                              'mode': mode.value, 'path': core.exported})
+        return CachedDevice(cache_id, core.core_id, mode, core.exported,
+                            core_device)
+
+    def _require_persistent_cache(self, cache_id: int,
+                                  mode: modes.CacheMode, volume: str) -> None:
+        listed = opencas_conf.read(self._opencas_conf)
+        if not listed.lists_cache(cache_id):
+            raise exception.CacheNotRunning(
+                cache_id=cache_id, status='not persistent',
+                advice='It runs in %s mode, so it can hold dirty data of '
+                       'volume %s, but %s does not list it under [caches]; '
+                       'after a reboot that data would not be reloaded. '
+                       'Add the instance there and retry.'
+                       % (mode.value, volume, self._opencas_conf))
+
+    def _reuse(self, core: casadm_mod.Core,
+               caches: list[casadm_mod.CacheInstance],
+               requested: modes.CacheMode, volume: str) -> CachedDevice:
+        mode = self._mode_of(caches, core.cache_id)
+        if mode != requested:
+            LOG.warning('Volume %(vol)s is already a core of instance '
+                        '%(cache)s (%(mode)s) while %(req)s was asked for; '
+                        'keeping it where its cached data is.',
+                        {'vol': volume, 'cache': core.cache_id,
+                         'mode': mode.value, 'req': requested.value})
+        if core.active:
+            LOG.debug('Volume %(vol)s is already cached as %(path)s',
+                      {'vol': volume, 'path': core.exported})
+        else:
+            with locks.cache_lock(core.cache_id):
+                core = self.casadm.try_add_core(core.cache_id, core.core_id,
+                                                core.device)
+            LOG.info('Re-activated inactive core %(core)s of instance '
+                     '%(cache)s for volume %(vol)s as %(path)s',
+                     {'core': core.core_id, 'cache': core.cache_id,
+                      'vol': volume, 'path': core.exported})
+        if mode.holds_dirty_data and not opencas_conf.read(
+                self._opencas_conf).lists_core(core.cache_id, core.core_id,
+                                               core.device):
+            priv_devices.record_core(core.cache_id, core.core_id,
+                                     core.device)
+        return CachedDevice(core.cache_id, core.core_id, mode,
+                            core.exported or '/dev/cas%d-%d' % (
+                                core.cache_id, core.core_id), core.device)
+
+    def detach(self, core_device: str, volume: str) -> bool:
+        """Flush (if needed) and remove the core added as *core_device*.
+
+        Returns False if there was no such core. Raises, leaving the core
+        and its data in place, when removing it could lose dirty data.
+        """
+        caches = self.casadm.list_caches()
+        core = self.casadm.find_core(caches, core_device)
+        if core is None:
+            LOG.info('Volume %(vol)s has no Open CAS core for %(dev)s; '
+                     'nothing to remove.',
+                     {'vol': volume, 'dev': core_device})
+            self._forget_stale_rows(core_device, caches)
+            return False
+        mode = self._mode_of(caches, core.cache_id)
+        with locks.cache_lock(core.cache_id):
+            if not core.active:
+                core = self._reactivate_for_removal(core, volume)
+            if core.active:
+                if mode.holds_dirty_data:
+                    LOG.info('Flushing volume %(vol)s (core %(core)s of '
+                             'instance %(cache)s) before removal',
+                             {'vol': volume, 'core': core.core_id,
+                              'cache': core.cache_id})
+                    self.casadm.flush(core.cache_id, core.core_id,
+                                      self._flush_timeout)
+                self.casadm.remove_core(core)
+            if mode.holds_dirty_data:
+                priv_devices.forget_core(core.cache_id, core.core_id)
+        LOG.info('Removed volume %(vol)s from instance %(cache)s',
+                 {'vol': volume, 'cache': core.cache_id})
+        return True
+
+    def _reactivate_for_removal(self, core: casadm_mod.Core,
+                                volume: str) -> casadm_mod.Core:
+        """Deal with an inactive core: remove it if clean, else re-activate.
+
+        Returns the core, active if it had to be re-activated so its dirty
+        data can be flushed; an inactive clean core has been removed.
+        """
+        dirty = self.casadm.dirty_blocks(core)
+        if not dirty:
+            self.casadm.remove_inactive_core(core)
+            return core
+        if os.path.exists(core.device):
+            LOG.info('Re-activating inactive core %(core)s of instance '
+                     '%(cache)s to flush %(dirty)s dirty blocks of volume '
+                     '%(vol)s', {'core': core.core_id,
+                                 'cache': core.cache_id, 'dirty': dirty,
+                                 'vol': volume})
+            return self.casadm.try_add_core(core.cache_id, core.core_id,
+                                            core.device)
+        raise exception.DirtyDataPresent(
+            action='remove the inactive core of volume %s (its device %s is '
+                   'not present; attach the volume again so the data can be '
+                   'flushed)' % (volume, core.device),
+            core=core.core_id, cache_id=core.cache_id, dirty=dirty)
+
+    def _forget_stale_rows(self, core_device: str,
+                           caches: list[casadm_mod.CacheInstance]) -> None:
+        """Drop opencas.conf rows for *core_device* in running instances.
+
+        A row of an instance that is not running is kept: that instance may
+        still hold the core's dirty data and needs the row to reload it.
+        """
+        running = {cache.cache_id for cache in caches}
+        listed = opencas_conf.read(self._opencas_conf)
+        for (cache_id, core_id), device in listed.cores.items():
+            if device != core_device:
+                continue
+            if cache_id not in running:
+                LOG.warning('%(conf)s lists %(dev)s as core %(core)s of '
+                            'instance %(cache)s, which is not running; '
+                            'keeping the row so its data can be reloaded.',
+                            {'conf': self._opencas_conf, 'dev': device,
+                             'core': core_id, 'cache': cache_id})
+                continue
+            LOG.info('Dropping stale opencas.conf row %(cache)s/%(core)s for '
+                     '%(dev)s', {'cache': cache_id, 'core': core_id,
+                                 'dev': core_device})
+            priv_devices.forget_core(cache_id, core_id)

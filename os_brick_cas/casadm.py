@@ -1,0 +1,279 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""How to talk to casadm: typed records, CSV parsing and error mapping.
+
+No policy lives here. Root work is done by the entry points in
+:mod:`os_brick_cas.privileged.casadm`; this module validates arguments
+before anything is sent to the daemon, parses what casadm printed with the
+csv module, and turns non-zero exits into specific exceptions.
+"""
+
+import csv
+import dataclasses
+import io
+import re
+from typing import Callable, Optional  # noqa: H301
+
+from oslo_log import log as logging
+
+from os_brick_cas import exception
+from os_brick_cas.privileged import casadm as priv_casadm
+from os_brick_cas import validation
+
+LOG = logging.getLogger(__name__)
+
+LIST_HEADER = ['type', 'id', 'disk', 'status', 'write policy', 'device']
+NO_CACHES = 'No caches running'
+DIRTY_BLOCKS = 'Dirty [4KiB Blocks]'
+_ADDED = re.compile(r'Successfully added core (\d+) to cache instance (\d+)')
+
+
+@dataclasses.dataclass(frozen=True)
+class Core:
+    """One core of a cache instance as ``casadm -L -b`` shows it."""
+
+    cache_id: int
+    core_id: int
+    device: str
+    status: str
+    exported: Optional[str]
+
+    @property
+    def active(self) -> bool:
+        return self.status != 'Inactive'
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheInstance:
+    """One cache instance with its cores."""
+
+    cache_id: int
+    device: str
+    status: str
+    mode: str
+    cores: tuple[Core, ...] = ()
+
+    def find_core(self, device: str) -> Optional[Core]:
+        for core in self.cores:
+            if core.device == device:
+                return core
+        return None
+
+
+def parse_list(text: str) -> list[CacheInstance]:
+    """Parse ``casadm -L -o csv`` output into cache instances."""
+    if text.strip() == NO_CACHES:
+        return []
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or [c.strip() for c in rows[0]] != LIST_HEADER:
+        raise exception.CasadmCommandFailed(
+            operation='--list-caches', exit_code=0,
+            detail='unexpected output %r' % text[:200])
+    caches: list[CacheInstance] = []
+    cores: list[Core] = []
+    current: Optional[tuple[int, str, str, str]] = None
+
+    def close() -> None:
+        if current is not None:
+            caches.append(CacheInstance(*current, cores=tuple(cores)))
+
+    for row in rows[1:]:
+        if not row:
+            continue
+        kind, ident, disk, status, policy, device = (row + [''] * 6)[:6]
+        if kind == 'cache':
+            close()
+            cores = []
+            current = (int(ident), disk, status, policy)
+        elif kind == 'core' and current is not None and ident != '-':
+            cores.append(Core(cache_id=current[0], core_id=int(ident),
+                              device=disk, status=status,
+                              exported=None if device == '-' else device))
+        # 'core pool' rows and detached pool devices are not ours to manage
+    close()
+    return caches
+
+
+def parse_stats(text: str) -> dict[str, str]:
+    """Parse ``casadm -P -o csv`` (header line + one value line) by name."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if len(rows) != 1:
+        raise exception.CasadmCommandFailed(
+            operation='--stats', exit_code=0,
+            detail='expected one line of values, got %r' % text[:200])
+    return {key.strip(): (value or '').strip() for key, value in
+            rows[0].items()}
+
+
+# (substring of casadm's output, exception factory)
+_ERRORS: list[tuple[str, Callable[..., exception.CasError]]] = [
+    ('/dev/cas_ctrl not found', lambda ctx, detail:
+        exception.CasModuleNotLoaded(detail=detail)),
+    ('Is the kernel module loaded', lambda ctx, detail:
+        exception.CasModuleNotLoaded(detail=detail)),
+    ('Cache ID does not exist', lambda ctx, detail:
+        exception.CacheNotFound(cache_id=ctx.get('cache_id'))),
+    ('is already cached', lambda ctx, detail:
+        exception.CoreAlreadyCached(device=ctx.get('device'), detail=detail)),
+    ('Device already added as a core', lambda ctx, detail:
+        exception.CoreAlreadyCached(device=ctx.get('device'), detail=detail)),
+    ('Device opens or mount are pending', lambda ctx, detail:
+        exception.DeviceBusy(device=ctx.get('device'), detail=detail)),
+    ('exclusively', lambda ctx, detail:
+        exception.DeviceBusy(device=ctx.get('device'), detail=detail)),
+    ('Core is inactive', lambda ctx, detail:
+        exception.CoreInactive(cache_id=ctx.get('cache_id'),
+                               core=ctx.get('core_id'),
+                               device=ctx.get('device'))),
+    ('Core device is in inactive state', lambda ctx, detail:
+        exception.CoreInactive(cache_id=ctx.get('cache_id'),
+                               core=ctx.get('core_id'),
+                               device=ctx.get('device'))),
+]
+
+
+def _detail(out: str, err: str) -> str:
+    text = ' '.join(line.strip() for line in (err + '\n' + out).splitlines()
+                    if line.strip())
+    return text or 'no message'
+
+
+def _check(operation: str, result: priv_casadm.Result, **ctx) -> str:
+    """Return stdout of a successful call or raise the matching error."""
+    exit_code, out, err = result
+    if exit_code == 0:
+        return out
+    if exit_code == priv_casadm.NOT_FOUND:
+        raise exception.CasadmNotFound()
+    detail = _detail(out, err)
+    LOG.debug('casadm %s failed with %s: %s', operation, exit_code, detail)
+    for needle, factory in _ERRORS:
+        if needle in detail:
+            raise factory(ctx, detail)
+    raise exception.CasadmCommandFailed(operation=operation,
+                                        exit_code=exit_code, detail=detail)
+
+
+class Casadm(object):
+    """The casadm operations os-brick-cas needs, with typed results."""
+
+    def list_caches(self) -> list[CacheInstance]:
+        """All cache instances and their cores (by-id paths)."""
+        return parse_list(_check('--list-caches', priv_casadm.list_caches()))
+
+    def get_cache(self, cache_id: int) -> CacheInstance:
+        """One cache instance, or CacheNotFound."""
+        for cache in self.list_caches():
+            if cache.cache_id == cache_id:
+                return cache
+        raise exception.CacheNotFound(cache_id=cache_id)
+
+    @staticmethod
+    def find_core(caches: list[CacheInstance],
+                  device: str) -> Optional[Core]:
+        """The core added with by-id path *device*, in any instance."""
+        for cache in caches:
+            core = cache.find_core(device)
+            if core is not None:
+                return core
+        return None
+
+    def add_core(self, cache_id: int, device: str) -> Core:
+        """Add *device* to *cache_id*; casadm picks the core id."""
+        cache_id = validation.cache_id(cache_id)
+        device = validation.by_id_path(device)
+        out = _check('--add-core', priv_casadm.add_core(cache_id, device),
+                     cache_id=cache_id, device=device)
+        match = _ADDED.search(out)
+        if not match:
+            raise exception.CasadmCommandFailed(
+                operation='--add-core', exit_code=0,
+                detail='no core id in %r' % out)
+        core_id = int(match.group(1))
+        return Core(cache_id=cache_id, core_id=core_id, device=device,
+                    status='Active',
+                    exported='/dev/cas%d-%d' % (cache_id, core_id))
+
+    def try_add_core(self, cache_id: int, core_id: int, device: str) -> Core:
+        """Re-activate an inactive core on its (returned) device."""
+        cache_id = validation.cache_id(cache_id)
+        core_id = validation.core_id(core_id)
+        device = validation.by_id_path(device)
+        _check('--try-add', priv_casadm.try_add_core(cache_id, core_id,
+                                                     device),
+               cache_id=cache_id, core_id=core_id, device=device)
+        return Core(cache_id=cache_id, core_id=core_id, device=device,
+                    status='Active',
+                    exported='/dev/cas%d-%d' % (cache_id, core_id))
+
+    def remove_core(self, core: Core) -> None:
+        """Remove an active core (casadm flushes it first; never forced)."""
+        _check('--remove-core',
+               priv_casadm.remove_core(validation.cache_id(core.cache_id),
+                                       validation.core_id(core.core_id)),
+               cache_id=core.cache_id, core_id=core.core_id,
+               device=core.exported or core.device)
+
+    def remove_inactive_core(self, core: Core) -> None:
+        """Remove an inactive core; casadm refuses while it is dirty."""
+        _check('--remove-inactive',
+               priv_casadm.remove_inactive_core(
+                   validation.cache_id(core.cache_id),
+                   validation.core_id(core.core_id)),
+               cache_id=core.cache_id, core_id=core.core_id,
+               device=core.device)
+
+    def flush(self, cache_id: int, core_id: Optional[int],
+              timeout: int) -> None:
+        """Flush one core, or the whole cache when *core_id* is None.
+
+        Raises FlushTimedOut or FlushFailed; dirty data stays in the cache.
+        """
+        cache_id = validation.cache_id(cache_id)
+        if core_id is not None:
+            core_id = validation.core_id(core_id)
+        timeout = validation.timeout(timeout)
+        core_label = core_id if core_id is not None else 'all'
+        result = priv_casadm.flush(cache_id, core_id, timeout)
+        if result[0] == priv_casadm.TIMED_OUT:
+            raise exception.FlushTimedOut(cache_id=cache_id, core=core_label,
+                                          timeout=timeout)
+        try:
+            _check('--flush-cache', result, cache_id=cache_id,
+                   core_id=core_id)
+        except exception.CasModuleNotLoaded:
+            raise
+        except exception.CasError as exc:
+            raise exception.FlushFailed(cache_id=cache_id, core=core_label,
+                                        detail=str(exc))
+
+    def stats(self, cache_id: int,
+              core_id: Optional[int] = None) -> dict[str, str]:
+        """Statistics of a cache or one core, keyed by casadm's titles."""
+        cache_id = validation.cache_id(cache_id)
+        if core_id is not None:
+            core_id = validation.core_id(core_id)
+        return parse_stats(_check('--stats',
+                                  priv_casadm.stats(cache_id, core_id),
+                                  cache_id=cache_id, core_id=core_id))
+
+    def dirty_blocks(self, core: Core) -> int:
+        """Dirty 4 KiB blocks a core holds."""
+        return int(float(self.stats(core.cache_id, core.core_id)
+                         .get(DIRTY_BLOCKS, '0') or 0))
+
+    def version(self) -> dict[str, str]:
+        """``{'CAS Cache Kernel Module': ..., 'CAS CLI Utility': ...}``."""
+        out = _check('--version', priv_casadm.version())
+        return {row['Name']: row['Version']
+                for row in csv.DictReader(io.StringIO(out))}

@@ -1,0 +1,126 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Exceptions of os-brick-cas.
+
+Every message names the object involved and says what an operator can do.
+All derive from os-brick's BrickException so callers that already catch
+os-brick errors (nova's volume drivers) keep working.
+"""
+
+from os_brick import exception as brick_exception
+
+
+class CasError(brick_exception.BrickException):
+    """Base class of every os-brick-cas error."""
+
+    message = "An unknown Open CAS error occurred."
+
+
+class InvalidInput(CasError, ValueError):
+    """A caller passed something the suite refuses before running anything."""
+
+    message = "Invalid %(what)s %(value)r: %(reason)s"
+
+
+class InvalidConnectionInfo(InvalidInput):
+    message = ("Malformed RBD connection information for volume "
+               "%(volume)s: %(reason)s")
+
+
+class CasadmNotFound(CasError):
+    message = ("The casadm command was not found on PATH. Install Open CAS "
+               "(casadm and the cas_cache kernel module) on this host.")
+
+
+class CasModuleNotLoaded(CasError):
+    message = ("The Open CAS kernel module is not loaded (%(detail)s). Load "
+               "it with 'modprobe cas_cache' and start the caches "
+               "('casctl start').")
+
+
+class CasadmCommandFailed(CasError):
+    """casadm exited non-zero with an error this suite has no class for."""
+
+    message = ("casadm %(operation)s failed (exit code %(exit_code)s): "
+               "%(detail)s")
+
+
+class CacheNotFound(CasError):
+    message = ("Open CAS cache instance %(cache_id)s does not exist on this "
+               "host. Start it (casctl start) or fix the mode to cache "
+               "instance map in [os_brick_cas] cache_instances.")
+
+
+class CacheNotRunning(CasError):
+    message = ("Open CAS cache instance %(cache_id)s is %(status)s, not "
+               "Running. %(advice)s")
+
+
+class CacheModeMismatch(CasError):
+    message = ("[os_brick_cas] cache_instances maps mode %(mode)s to cache "
+               "instance %(cache_id)s, but that instance runs in mode "
+               "%(actual)s. Instances on this host: %(present)s. Fix the "
+               "option or the instance's mode.")
+
+
+class NoCacheForMode(CasError):
+    message = ("No usable Open CAS cache instance for mode %(mode)s on this "
+               "host (%(reason)s). Configure one in [os_brick_cas] "
+               "cache_instances, or allow a safe fallback with "
+               "[os_brick_cas] fallback_policy.")
+
+
+class CoreAlreadyCached(CasError):
+    message = ("Device %(device)s is already a core of another cache "
+               "instance (%(detail)s). Remove it there first "
+               "('os-brick-cas status' shows where).")
+
+
+class DeviceBusy(CasError):
+    message = ("Device %(device)s is busy: %(detail)s. Close whatever holds "
+               "it (the guest disk must be detached first) and retry.")
+
+
+class DirtyDataPresent(CasError):
+    """Refusal to do something that would drop write-back dirty data."""
+
+    message = ("Refusing to %(action)s: core %(core)s of cache instance "
+               "%(cache_id)s still holds %(dirty)s dirty 4 KiB blocks that "
+               "are not yet in Ceph. Flush it ('os-brick-cas flush --volume "
+               "...') and retry; nothing was removed.")
+
+
+class FlushFailed(CasError):
+    message = ("Flushing core %(core)s of cache instance %(cache_id)s failed: "
+               "%(detail)s. The core, its dirty data and the RBD mapping "
+               "were left in place; fix the cause (see dmesg) and retry "
+               "the detach.")
+
+
+class FlushTimedOut(FlushFailed):
+    message = ("Flushing core %(core)s of cache instance %(cache_id)s did not "
+               "finish within %(timeout)s s. The core, its dirty data and "
+               "the RBD mapping were left in place; retry the detach or "
+               "raise [os_brick_cas] flush_timeout.")
+
+
+class CoreInactive(CasError):
+    message = ("Core %(core)s of cache instance %(cache_id)s is inactive "
+               "(its device %(device)s is missing). Re-attach the volume so "
+               "it is re-activated before removing it.")
+
+
+class DeviceLinkConflict(CasError):
+    message = ("%(link)s points to %(actual)s, not to %(expected)s (the "
+               "device of RBD image %(image)s). Another image's link has the "
+               "same name; remove the stale link and retry.")

@@ -1,0 +1,80 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Configuration options of the host library, group ``[os_brick_cas]``."""
+
+import itertools
+
+from oslo_config import cfg
+
+
+GROUP = 'os_brick_cas'
+
+FALLBACK_FAIL = 'fail'
+FALLBACK_CLEAN_MODE = 'clean-mode'
+FALLBACK_UNCACHED = 'uncached'
+
+host_opts = [
+    cfg.DictOpt(
+        'cache_instances',
+        default={},
+        help='Which Open CAS cache instance serves each cache mode on this '
+             'host, as mode:cache_id pairs, e.g. "wt:1,wb:2". Modes are '
+             'wt, wb, wa, wo and pt. The cache mode is a property of the '
+             'instance, so each offered mode needs its own instance; the '
+             'mode casadm reports for the instance must match.'),
+    cfg.StrOpt(
+        'fallback_policy',
+        default=FALLBACK_FAIL,
+        choices=[
+            (FALLBACK_FAIL, 'Fail the attach when the requested mode has no '
+                            'usable instance.'),
+            (FALLBACK_CLEAN_MODE, 'Use an instance in a mode that never holds '
+                                  'dirty data (wt, then wa, then pt); never '
+                                  'falls back towards wb or wo.'),
+            (FALLBACK_UNCACHED, 'Attach the volume through krbd without a '
+                                'cache.'),
+        ],
+        help='What to do when the host has no usable cache instance for the '
+             'mode a volume asks for.'),
+    cfg.IntOpt(
+        'flush_timeout',
+        default=600,
+        min=1,
+        help='Seconds a detach waits for a core\'s dirty data to be flushed '
+             'to Ceph. When it runs out the detach fails and the core, its '
+             'dirty data and the RBD mapping stay in place.'),
+    cfg.StrOpt(
+        'opencas_conf',
+        default='/etc/opencas/opencas.conf',
+        help='Open CAS configuration file. Cores of write-back and '
+             'write-only instances are recorded there with '
+             'lazy_startup=true while attached, so a host reboot reloads '
+             'their dirty data without waiting for the RBD device.'),
+    cfg.StrOpt(
+        'lock_path',
+        help='Directory for the per-volume and per-cache-instance lock '
+             'files. Defaults to [oslo_concurrency] lock_path.'),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register the host options on *conf*."""
+    conf.register_opts(host_opts, group=GROUP)
+
+
+def list_opts():
+    """Options for oslo-config-generator (namespace ``os_brick_cas``)."""
+    return [(GROUP, itertools.chain(host_opts))]
+
+
+register_opts(cfg.CONF)

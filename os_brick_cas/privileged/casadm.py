@@ -1,0 +1,135 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Privileged casadm invocations, one entry point per operation.
+
+Each returns ``(exit_code, stdout, stderr)``; turning that into records or
+exceptions is :mod:`os_brick_cas.casadm`'s job, outside the daemon.
+"""
+
+import shutil
+import signal
+import subprocess
+from typing import Optional
+
+from oslo_concurrency import processutils
+from oslo_log import log as logging
+
+from os_brick_cas import privileged
+from os_brick_cas import validation
+
+LOG = logging.getLogger(__name__)
+
+#: exit code reported when casadm is not on PATH (as a shell would).
+NOT_FOUND = 127
+#: exit code reported when a call ran out of time and was terminated.
+TIMED_OUT = -1
+
+Result = tuple[int, str, str]
+
+_GRACE_SECONDS = 30
+
+
+def _run(args: list[str], timeout: Optional[int] = None) -> Result:
+    binary = shutil.which('casadm')
+    if binary is None:
+        return NOT_FOUND, '', 'casadm: command not found'
+    started: list[subprocess.Popen] = []
+    try:
+        out, err = processutils.execute(binary, *args, check_exit_code=[0],
+                                        timeout=timeout,
+                                        on_execute=started.append)
+    except processutils.ProcessExecutionError as exc:
+        return (exc.exit_code if exc.exit_code is not None else 1,
+                exc.stdout or '', exc.stderr or '')
+    except subprocess.TimeoutExpired:
+        _interrupt(started[0], args)
+        return TIMED_OUT, '', 'timed out after %s s' % timeout
+    return 0, out, err
+
+
+def _interrupt(proc: subprocess.Popen, args: list[str]) -> None:
+    """Stop a casadm call that ran out of time the way Ctrl-C would.
+
+    casadm treats SIGINT as "interrupted": a flush stops with its dirty
+    data still in the cache and CAS keeps running.
+    """
+    LOG.warning('casadm %s ran out of time; interrupting it.', ' '.join(args))
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.communicate(timeout=_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+
+
+@privileged.default.entrypoint
+def list_caches() -> Result:
+    """``casadm --list-caches`` in CSV with by-id paths."""
+    return _run(['--list-caches', '--output-format', 'csv', '--by-id-path'])
+
+
+@privileged.default.entrypoint
+def add_core(cache_id: int, core_device: str) -> Result:
+    """Add *core_device* (a /dev/disk/by-id link) to cache *cache_id*."""
+    return _run(['--add-core',
+                 '--cache-id', str(validation.cache_id(cache_id)),
+                 '--core-device', validation.by_id_path(core_device)])
+
+
+@privileged.default.entrypoint
+def try_add_core(cache_id: int, core_id: int, core_device: str) -> Result:
+    """Re-activate inactive core *core_id* of *cache_id* on its device."""
+    return _run(['--script', '--add-core', '--try-add',
+                 '--cache-id', str(validation.cache_id(cache_id)),
+                 '--core-id', str(validation.core_id(core_id)),
+                 '--core-device', validation.by_id_path(core_device)])
+
+
+@privileged.default.entrypoint
+def remove_core(cache_id: int, core_id: int) -> Result:
+    """Remove an active core; casadm flushes it first. Never forced."""
+    return _run(['--remove-core',
+                 '--cache-id', str(validation.cache_id(cache_id)),
+                 '--core-id', str(validation.core_id(core_id))])
+
+
+@privileged.default.entrypoint
+def remove_inactive_core(cache_id: int, core_id: int) -> Result:
+    """Remove an inactive core; casadm refuses if it is dirty. Never forced."""
+    return _run(['--remove-inactive',
+                 '--cache-id', str(validation.cache_id(cache_id)),
+                 '--core-id', str(validation.core_id(core_id))])
+
+
+@privileged.default.entrypoint
+def flush(cache_id: int, core_id: Optional[int], timeout: int) -> Result:
+    """Flush one core (or, with *core_id* None, the whole cache)."""
+    args = ['--flush-cache', '--cache-id', str(validation.cache_id(cache_id))]
+    if core_id is not None:
+        args += ['--core-id', str(validation.core_id(core_id))]
+    return _run(args, timeout=validation.timeout(timeout))
+
+
+@privileged.default.entrypoint
+def stats(cache_id: int, core_id: Optional[int]) -> Result:
+    """Statistics of a cache (or one of its cores) in CSV."""
+    args = ['--stats', '--cache-id', str(validation.cache_id(cache_id))]
+    if core_id is not None:
+        args += ['--core-id', str(validation.core_id(core_id))]
+    return _run(args + ['--output-format', 'csv', '--by-id-path'])
+
+
+@privileged.default.entrypoint
+def version() -> Result:
+    """Versions of casadm and the kernel module in CSV."""
+    return _run(['--version', '--output-format', 'csv'])

@@ -1,0 +1,79 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Privileged changes to /dev links and to /etc/opencas/opencas.conf."""
+
+import os
+
+from oslo_concurrency import lockutils
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from os_brick_cas import exception
+from os_brick_cas import opencas_conf
+from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
+from os_brick_cas import privileged
+from os_brick_cas import validation
+
+LOG = logging.getLogger(__name__)
+CONF = cfg.CONF
+
+
+@privileged.default.entrypoint
+def link_by_id(link: str, target: str) -> None:
+    """Point the /dev/disk/by-id *link* at device *target*, as udev would.
+
+    The link is relative (``../../rbd0``) and replaced atomically.
+    """
+    link = validation.by_id_path(link)
+    target = validation.dev_path(target)
+    if not os.path.exists(target):
+        raise exception.InvalidInput(what='link target', value=target,
+                                     reason='does not exist')
+    os.makedirs(validation.BY_ID_DIR, exist_ok=True)
+    relative = os.path.relpath(target, validation.BY_ID_DIR)
+    temporary = '%s.os-brick-cas.%d' % (link, os.getpid())
+    os.symlink(relative, temporary)
+    os.replace(temporary, link)
+
+
+@privileged.default.entrypoint
+def unlink_by_id(link: str) -> None:
+    """Remove the /dev/disk/by-id *link* if it is a symlink."""
+    link = validation.by_id_path(link)
+    if os.path.islink(link):
+        os.unlink(link)
+
+
+def _conf_lock():
+    path = CONF.os_brick_cas.opencas_conf
+    return lockutils.InterProcessLock(path + '.os-brick-cas.lock')
+
+
+@privileged.default.entrypoint
+def record_core(cache_id: int, core_id: int, core_device: str) -> None:
+    """List a core in opencas.conf with lazy_startup=true."""
+    row = opencas_conf.CoreRow(validation.cache_id(cache_id),
+                               validation.core_id(core_id),
+                               validation.by_id_path(core_device))
+    with _conf_lock():
+        opencas_conf.update_file(CONF.os_brick_cas.opencas_conf,
+                                 add=row)
+
+
+@privileged.default.entrypoint
+def forget_core(cache_id: int, core_id: int) -> None:
+    """Drop a core's row from opencas.conf (no-op if it is not there)."""
+    key = (validation.cache_id(cache_id), validation.core_id(core_id))
+    with _conf_lock():
+        opencas_conf.update_file(CONF.os_brick_cas.opencas_conf,
+                                 remove=key)
