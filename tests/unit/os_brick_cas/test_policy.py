@@ -1,0 +1,102 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+from os_brick_cas import casadm
+from os_brick_cas import exception
+from os_brick_cas import modes
+from os_brick_cas import opts
+from os_brick_cas import policy
+from tests.unit.os_brick_cas import base
+
+WT = modes.CacheMode.WRITE_THROUGH
+WB = modes.CacheMode.WRITE_BACK
+WO = modes.CacheMode.WRITE_ONLY
+PT = modes.CacheMode.PASS_THROUGH
+
+
+def host(*caches: tuple[int, str, str]) -> list[casadm.CacheInstance]:
+    return [casadm.CacheInstance(cache_id, '/dev/nvme0n1p%d' % cache_id,
+                                 status, mode)
+            for cache_id, mode, status in caches]
+
+
+class CachePolicyTestCase(base.TestCase):
+
+    def test_from_conf(self):
+        self.set_instances('wt:1,wb:2', opts.FALLBACK_CLEAN_MODE)
+        chosen = policy.CachePolicy.from_conf()
+        self.assertEqual({WT: 1, WB: 2}, chosen.instances)
+        self.assertEqual(opts.FALLBACK_CLEAN_MODE, chosen.fallback_policy)
+
+    def test_place_requested_mode(self):
+        chosen = policy.CachePolicy({'wt': '1', 'wb': '2'})
+        placement = chosen.place(WB, host((1, 'wt', 'Running'),
+                                          (2, 'wb', 'Incomplete')))
+        self.assertEqual((WB, 2, False),
+                         (placement.mode, placement.cache_id,
+                          placement.fell_back))
+
+    def test_mode_mismatch_is_an_error_even_with_fallback(self):
+        chosen = policy.CachePolicy({'wt': '1', 'wb': '2'},
+                                    opts.FALLBACK_UNCACHED)
+        exc = self.assertRaises(exception.CacheModeMismatch, chosen.place,
+                                WB, host((1, 'wt', 'Running'),
+                                         (2, 'wt', 'Running')))
+        self.assertIn('instance 2', str(exc))
+        self.assertIn('1=wt, 2=wt', str(exc))
+
+    def test_stopped_instance_fails_without_fallback(self):
+        chosen = policy.CachePolicy({'wb': '2'})
+        exc = self.assertRaises(exception.NoCacheForMode, chosen.place, WB,
+                                host((2, 'wb', 'Stopping')))
+        self.assertIn('Stopping', str(exc))
+        self.assertIn('fallback_policy', str(exc))
+
+    def test_missing_instance_fails_without_fallback(self):
+        chosen = policy.CachePolicy({'wb': '2'})
+        self.assertRaises(exception.NoCacheForMode, chosen.place, WB, [])
+
+    def test_clean_fallback_goes_to_write_through(self):
+        chosen = policy.CachePolicy({'wt': '1', 'wb': '2'},
+                                    opts.FALLBACK_CLEAN_MODE)
+        placement = chosen.place(WB, host((1, 'wt', 'Running')))
+        self.assertEqual((WT, 1, True), (placement.mode, placement.cache_id,
+                                         placement.fell_back))
+
+    def test_fallback_never_goes_towards_dirty_modes(self):
+        chosen = policy.CachePolicy({'wt': '1', 'wb': '2', 'wo': '3'},
+                                    opts.FALLBACK_CLEAN_MODE)
+        self.assertRaises(exception.NoCacheForMode, chosen.place, WT,
+                          host((2, 'wb', 'Running'), (3, 'wo', 'Running')))
+
+    def test_uncached_fallback(self):
+        chosen = policy.CachePolicy({'wb': '2'}, opts.FALLBACK_UNCACHED)
+        placement = chosen.place(WB, [])
+        self.assertFalse(placement.cached)
+        self.assertIsNone(placement.mode)
+
+    def test_bad_maps(self):
+        for bad in ({'xx': '1'}, {'wt': 'one'}, {'wt': '0'},
+                    {'wt': '1', 'wb': '1'}):
+            self.assertRaises(exception.InvalidInput, policy.CachePolicy, bad)
+
+    def test_problems_lists_each_bad_mode(self):
+        chosen = policy.CachePolicy({'wt': '1', 'wb': '2', 'pt': '3'})
+        found = chosen.problems(host((1, 'wt', 'Running'),
+                                     (2, 'wt', 'Running')))
+        self.assertEqual({WB, PT}, set(found))
+        self.assertIsInstance(found[WB], exception.CacheModeMismatch)
+        self.assertIsInstance(found[PT], exception.CacheNotFound)
+
+    def test_only_wb_and_wo_hold_dirty_data(self):
+        self.assertEqual({WB, WO}, {m for m in modes.CacheMode
+                                    if m.holds_dirty_data})
