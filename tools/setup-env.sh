@@ -1,0 +1,24 @@
+#!/bin/bash
+# Create (or refresh) the project's virtualenv in .venv with everything the
+# main job and the tests need: this package (editable), the real nova,
+# cinder, os-brick, tempest and python-cinderclient from PyPI.
+#   tools/setup-env.sh            # idempotent; ~2 min on a fresh machine
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null || PYTHON=python3
+VENV=${VENV:-.venv}
+stamp="$VENV/.os-brick-cas-deps"
+want=$(cat requirements.txt test-requirements.txt doc/requirements.txt 2>/dev/null | sha1sum | cut -d' ' -f1)
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    "$VENV/bin/pip" install -q --upgrade pip
+    reqs=(-r requirements.txt -r test-requirements.txt)
+    [ -f doc/requirements.txt ] && reqs+=(-r doc/requirements.txt)
+    "$VENV/bin/pip" install -q "${reqs[@]}"
+    echo "$want" > "$stamp"
+fi
+"$VENV/bin/pip" install -q --no-deps -e .
+echo "virtualenv ready: $VENV"
