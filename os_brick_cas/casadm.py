@@ -25,6 +25,7 @@ import re
 from typing import Callable, Optional  # noqa: H301
 
 from oslo_log import log as logging
+import tenacity
 
 from os_brick_cas import exception
 from os_brick_cas.privileged import casadm as priv_casadm
@@ -117,6 +118,11 @@ def parse_stats(text: str) -> dict[str, str]:
 
 # (substring of casadm's output, exception factory)
 _ERRORS: list[tuple[str, Callable[..., exception.CasError]]] = [
+    ('Try again', lambda ctx, detail: exception.CasadmBusy(
+        operation=ctx.get('operation'), exit_code=1, detail=detail)),
+    ('Another flush operation in progress', lambda ctx, detail:
+        exception.CasadmBusy(operation=ctx.get('operation'), exit_code=1,
+                             detail=detail)),
     ('/dev/cas_ctrl not found', lambda ctx, detail:
         exception.CasModuleNotLoaded(detail=detail)),
     ('Is the kernel module loaded', lambda ctx, detail:
@@ -156,12 +162,22 @@ def _check(operation: str, result: priv_casadm.Result, **ctx) -> str:
     if exit_code == priv_casadm.NOT_FOUND:
         raise exception.CasadmNotFound()
     detail = _detail(out, err)
+    ctx.setdefault('operation', operation)
     LOG.debug('casadm %s failed with %s: %s', operation, exit_code, detail)
     for needle, factory in _ERRORS:
         if needle in detail:
             raise factory(ctx, detail)
     raise exception.CasadmCommandFailed(operation=operation,
                                         exit_code=exit_code, detail=detail)
+
+
+#: casadm's transient refusals are retried a few times, briefly.
+_retry_busy = tenacity.retry(
+    retry=tenacity.retry_if_exception_type(exception.CasadmBusy),
+    stop=tenacity.stop_after_attempt(4),
+    wait=tenacity.wait_exponential(multiplier=0.25, max=2),
+    before_sleep=tenacity.before_sleep_log(LOG, logging.WARNING),
+    reraise=True)
 
 
 class Casadm(object):
@@ -188,6 +204,7 @@ class Casadm(object):
                 return core
         return None
 
+    @_retry_busy
     def add_core(self, cache_id: int, device: str) -> Core:
         """Add *device* to *cache_id*; casadm picks the core id."""
         cache_id = validation.cache_id(cache_id)
@@ -204,6 +221,7 @@ class Casadm(object):
                     status='Active',
                     exported='/dev/cas%d-%d' % (cache_id, core_id))
 
+    @_retry_busy
     def try_add_core(self, cache_id: int, core_id: int, device: str) -> Core:
         """Re-activate an inactive core on its (returned) device."""
         cache_id = validation.cache_id(cache_id)
@@ -216,6 +234,7 @@ class Casadm(object):
                     status='Active',
                     exported='/dev/cas%d-%d' % (cache_id, core_id))
 
+    @_retry_busy
     def remove_core(self, core: Core) -> None:
         """Remove an active core (casadm flushes it first; never forced)."""
         _check('--remove-core',
@@ -224,6 +243,7 @@ class Casadm(object):
                cache_id=core.cache_id, core_id=core.core_id,
                device=core.exported or core.device)
 
+    @_retry_busy
     def remove_inactive_core(self, core: Core) -> None:
         """Remove an inactive core; casadm refuses while it is dirty."""
         _check('--remove-inactive',
@@ -244,18 +264,26 @@ class Casadm(object):
             core_id = validation.core_id(core_id)
         timeout = validation.timeout(timeout)
         core_label = core_id if core_id is not None else 'all'
-        result = priv_casadm.flush(cache_id, core_id, timeout)
-        if result[0] == priv_casadm.TIMED_OUT:
-            raise exception.FlushTimedOut(cache_id=cache_id, core=core_label,
-                                          timeout=timeout)
         try:
-            _check('--flush-cache', result, cache_id=cache_id,
-                   core_id=core_id)
+            self._flush_once(cache_id, core_id, timeout)
+        except exception.FlushTimedOut:
+            raise
         except exception.CasModuleNotLoaded:
             raise
         except exception.CasError as exc:
             raise exception.FlushFailed(cache_id=cache_id, core=core_label,
                                         detail=str(exc))
+
+    @_retry_busy
+    def _flush_once(self, cache_id: int, core_id: Optional[int],
+                    timeout: int) -> None:
+        result = priv_casadm.flush(cache_id, core_id, timeout)
+        if result[0] == priv_casadm.TIMED_OUT:
+            raise exception.FlushTimedOut(
+                cache_id=cache_id,
+                core=core_id if core_id is not None else 'all',
+                timeout=timeout)
+        _check('--flush-cache', result, cache_id=cache_id, core_id=core_id)
 
     def stats(self, cache_id: int,
               core_id: Optional[int] = None) -> dict[str, str]:

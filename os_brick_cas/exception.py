@@ -55,6 +55,13 @@ class CasadmCommandFailed(CasError):
                "%(detail)s")
 
 
+class CasadmBusy(CasadmCommandFailed):
+    """A transient refusal ('Try again', another flush running)."""
+
+    message = ("casadm %(operation)s was refused for now (%(detail)s); it "
+               "was retried and kept failing. Retry later.")
+
+
 class CacheNotFound(CasError):
     message = ("Open CAS cache instance %(cache_id)s does not exist on this "
                "host. Start it (casctl start) or fix the mode to cache "

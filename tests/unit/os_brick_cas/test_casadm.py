@@ -216,3 +216,29 @@ class CasadmCallsTestCase(base.TestCase):
         self.assertRaises(exception.InvalidInput,
                           getattr(self.casadm, method), *args)
         self.assertEqual([], self.fake.calls)
+
+
+class BusyRetryTestCase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.useFixture(base.FakeCasadm())
+        self.useFixture(fixtures.MockPatch('tenacity.nap.time.sleep'))
+
+    def test_try_again_is_retried_then_succeeds(self):
+        replies = [(1, '', 'Error while adding core device to cache instance '
+                           '1\nTry again\n'),
+                   (0, 'Successfully added core 2 to cache instance 1\n', '')]
+        self.fake.reply('--add-core', lambda argv: replies.pop(0))
+        core = casadm.Casadm().add_core(1, '/dev/disk/by-id/rbd-volumes-v')
+        self.assertEqual(2, core.core_id)
+        self.assertEqual(2, len(self.fake.argv_of('--add-core')))
+
+    def test_concurrent_flush_retried_then_reported(self):
+        self.fake.reply('--flush-cache', (
+            1, '', 'Error while flushing core 1\nAnother flush operation in '
+                   'progress\n'))
+        exc = self.assertRaises(exception.FlushFailed,
+                                casadm.Casadm().flush, 1, 1, 30)
+        self.assertIn('Another flush operation in progress', str(exc))
+        self.assertEqual(4, len(self.fake.argv_of('--flush-cache')))
