@@ -22,7 +22,7 @@ import csv
 import dataclasses
 import io
 import re
-from typing import Callable, Optional  # noqa: H301
+from typing import Callable, Optional
 
 from oslo_log import log as logging
 import tenacity

@@ -20,7 +20,7 @@ Detach: flush when the mode can hold dirty data, remove the core, unmap.
 Every failure rolls back what this call did; dirty data is never dropped.
 """
 
-from typing import Any, Optional  # noqa: H301
+from typing import Any, Optional
 
 from os_brick import exception as brick_exception
 from os_brick.initiator.connectors import rbd

@@ -19,7 +19,7 @@ Register it with :func:`register` and pass ``cache_name='os_brick_cas'``.
 """
 
 import os
-from typing import Any, Optional  # noqa: H301
+from typing import Any, Optional
 
 from os_brick import caches
 from os_brick import exception as brick_exception

@@ -13,7 +13,7 @@
 """What a cached RBD volume is, read from Cinder's connection data."""
 
 import dataclasses
-from typing import Any, Optional  # noqa: H301
+from typing import Any, Optional
 
 from oslo_utils import strutils
 

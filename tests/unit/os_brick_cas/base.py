@@ -14,7 +14,7 @@
 
 import os
 import re
-from typing import Callable, Optional, Union  # noqa: H301
+from typing import Callable, Optional, Union
 
 import fixtures
 from oslo_concurrency import processutils
