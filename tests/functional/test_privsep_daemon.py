@@ -1,0 +1,76 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The whole attach/detach through real privsep daemons (we are root).
+
+Other functional tests run privsep entry points in-process; this one starts
+``privsep-helper`` for both os-brick's context (rbd map/unmap) and ours
+(casadm, /dev links, opencas.conf), the way nova-compute does, so every
+argument and result really crosses the daemon boundary.
+"""
+
+import os
+import sys
+
+import os_brick.privileged
+from os_brick_cas import exception
+from os_brick_cas import opencas_conf
+import os_brick_cas.privileged
+from os_brick_cas.privileged import casadm as priv_casadm
+from tests.functional import base
+
+
+class PrivsepDaemonTestCase(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        config_file = os.path.join(self.tmp, 'daemon.conf')
+        with open(config_file, 'w') as conf_file:
+            conf_file.write('[os_brick_cas]\nopencas_conf = %s\n'
+                            'lock_path = %s\n' % (self.opencas_conf,
+                                                  self.tmp))
+        helper = os.path.join(os.path.dirname(sys.executable),
+                              'privsep-helper')
+        for context, group in (
+                (os_brick_cas.privileged.default, 'privsep_os_brick_cas'),
+                (os_brick.privileged.default, 'privsep_osbrick')):
+            self.conf.config(group=group, helper_command='%s --config-file %s'
+                             % (helper, config_file))
+            context.set_client_mode(True)
+            self.addCleanup(context.stop)
+
+    def test_write_back_attach_detach_through_daemons(self):
+        image = self.image('volume-daemon')
+        props = self.props(image, 'wb')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.assertEqual(info['path'], core.exported)
+        self.assertTrue(opencas_conf.read(self.opencas_conf).lists_core(
+            core.cache_id, core.core_id, core.device))
+        self.assertIsNotNone(os_brick_cas.privileged.default.channel)
+        self.host.set_dirty(core.cache_id, core.core_id, 16)
+        self.host.inject_fault('flush-core', exit_code=1,
+                               stderr='Error while flushing core\n'
+                                      'Core device not available\n')
+        # the typed exception and its advice come back across the daemon
+        exc = self.assertRaises(exception.FlushFailed,
+                                self.connector.disconnect_volume, props, info)
+        self.assertIn('left in place', str(exc))
+        self.assertEqual(16, self.dirty(core))
+        self.connector.disconnect_volume(props, info)
+        self.assert_clean_host()
+
+    def test_daemon_refuses_bad_arguments(self):
+        exc = self.assertRaises(exception.InvalidInput, priv_casadm.add_core,
+                                1, '/dev/sda; reboot')
+        self.assertIn('/dev/sda; reboot', str(exc))
+        self.assertEqual([], self.host.calls())
