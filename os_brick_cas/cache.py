@@ -61,8 +61,13 @@ class VolumeCache(object):
                  policy: Optional[policy_mod.CachePolicy] = None,
                  conf: cfg.ConfigOpts = cfg.CONF):
         self.casadm = casadm or casadm_mod.Casadm()
-        self.policy = policy or policy_mod.CachePolicy.from_conf(conf)
+        self._policy = policy
         self.conf = conf
+
+    @property
+    def policy(self) -> policy_mod.CachePolicy:
+        """The injected policy, or one read from the current options."""
+        return self._policy or policy_mod.CachePolicy.from_conf(self.conf)
 
     @property
     def _opencas_conf(self) -> str:

@@ -67,7 +67,8 @@ class FunctionalTestCase(testtools.TestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.host = self.useFixture(sim_fixture.SimulatedHost(
             caches=dict(self.caches), udev_by_id=self.udev_by_id))
-        self.opencas_conf = os.path.join(self.tmp, 'opencas.conf')
+        os.mkdir(os.path.join(self.tmp, 'opencas'))
+        self.opencas_conf = os.path.join(self.tmp, 'opencas', 'opencas.conf')
         self.write_opencas_conf(self.persistent_caches
                                 if self.persistent_caches is not None
                                 else list(self.caches))
@@ -83,6 +84,13 @@ class FunctionalTestCase(testtools.TestCase):
             context.set_client_mode(False)
             self.addCleanup(context.set_client_mode, True)
         self.connector = connector.CachedRBDConnector(None)
+        self.addCleanup(self._remove_stray_links)
+
+    def _remove_stray_links(self) -> None:
+        # links the product creates itself; a failed test must not leave
+        # them to the next one (passing tests assert there are none)
+        for name in self.by_id_links():
+            os.unlink(os.path.join('/dev/disk/by-id', name))
 
     # -- simulated host set-up -------------------------------------------
     def write_opencas_conf(self, cache_ids: list[int]) -> None:

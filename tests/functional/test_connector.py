@@ -215,16 +215,28 @@ class ReattachAfterRebootTestCase(base.FunctionalTestCase):
         self.assertTrue(opencas_conf.read(self.opencas_conf).lists_core(
             core.cache_id, core.core_id))
 
-    def test_write_through_core_does_not_survive_reboot(self):
+    def test_write_through_core_is_reactivated_after_reboot(self):
+        # a loaded cache keeps every core in its metadata, whatever the mode
         image = self.image('volume-wt-reboot')
         props = self.props(image, 'wt')
-        self.connector.connect_volume(props)
+        first = self.connector.connect_volume(props)
         self.host.reboot()
-        self.assertEqual([], self.cores())
+        [inactive] = self.cores()
+        self.assertFalse(inactive.active)
         info = self.connector.connect_volume(props)
+        self.assertEqual(first['path'], info['path'])
         self.assertEqual(1, len(self.cores()))
         self.connector.disconnect_volume(props, info)
         self.assert_clean_host()
+
+    def test_detach_of_clean_inactive_core_after_reboot(self):
+        image = self.image('volume-wt-gone')
+        props = self.props(image, 'wt')
+        self.connector.connect_volume(props)
+        self.host.reboot()
+        self.connector.disconnect_volume(props, None)
+        self.assert_clean_host()
+        self.assertTrue(self.host.calls(verb='remove-inactive'))
 
 
 class NonPersistentWriteBackTestCase(base.FunctionalTestCase):

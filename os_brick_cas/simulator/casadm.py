@@ -1,0 +1,429 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Stand-in ``casadm``: Open CAS's CLI over a simulated host.
+
+Output formats, messages and exit codes follow casadm 26.03 (see
+doc/source/contributor/simulator.rst for the sources of each string).
+"""
+
+import os
+import signal
+import sys
+import time
+from typing import Any, Optional
+
+from os_brick_cas.simulator import devices
+from os_brick_cas.simulator import faults
+from os_brick_cas.simulator import state as state_mod
+from os_brick_cas.simulator import stats as stats_mod
+
+VERSION = '26.03.2.1032.release'
+LIST_HEADER = 'type,id,disk,status,write policy,device'
+WHITELIST_PREFIXES = ('/dev/cas', '/dev/ram', '/dev/nullb', '/dev/drbd')
+
+VERBS = {'-L': 'list-caches', '--list-caches': 'list-caches',
+         '-A': 'add-core', '--add-core': 'add-core',
+         '-R': 'remove-core', '--remove-core': 'remove-core',
+         '--remove-inactive': 'remove-inactive',
+         '-F': 'flush-cache', '--flush-cache': 'flush-cache',
+         '-P': 'stats', '--stats': 'stats',
+         '-V': 'version', '--version': 'version',
+         '-S': 'start-cache', '--start-cache': 'start-cache',
+         '-T': 'stop-cache', '--stop-cache': 'stop-cache',
+         '-Q': 'set-cache-mode', '--set-cache-mode': 'set-cache-mode'}
+VALUE_OPTS = {'-i': 'cache-id', '--cache-id': 'cache-id',
+              '-j': 'core-id', '--core-id': 'core-id',
+              '-d': 'device', '--core-device': 'device',
+              '--cache-device': 'device',
+              '-o': 'output-format', '--output-format': 'output-format',
+              '-c': 'cache-mode', '--cache-mode': 'cache-mode',
+              '-x': 'cache-line-size', '--cache-line-size': 'cache-line-size',
+              '--filter': 'filter', '--io-class': 'io-class'}
+FLAG_OPTS = {'-b': 'by-id-path', '--by-id-path': 'by-id-path',
+             '--force': 'force', '-n': 'no-data-flush',
+             '--no-data-flush': 'no-data-flush', '-l': 'load',
+             '--load': 'load', '--script': 'script', '--try-add': 'try-add'}
+
+
+class Reply(Exception):
+    """Ends a command with an exit code and output."""
+
+    def __init__(self, code: int = 0, out: str = '', err: str = ''):
+        super().__init__(code)
+        self.code, self.out, self.err = code, out, err
+
+
+def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
+    verb = None
+    args: dict[str, Any] = {}
+    tokens = list(argv)
+    while tokens:
+        token = tokens.pop(0)
+        if token in VERBS and verb is None:
+            verb = VERBS[token]
+        elif token == '-f':
+            # -f: --force for -R/-S/--remove-inactive, --filter for -P,
+            # --flush-cache yes|no for -Q
+            if verb == 'stats':
+                args['filter'] = tokens.pop(0)
+            elif verb == 'set-cache-mode':
+                args['flush'] = tokens.pop(0)
+            else:
+                args['force'] = True
+        elif token in VALUE_OPTS:
+            if not tokens:
+                raise Reply(1, '', 'Option %s requires a value\n' % token)
+            args[VALUE_OPTS[token]] = tokens.pop(0)
+        elif token in FLAG_OPTS:
+            args[FLAG_OPTS[token]] = True
+        else:
+            raise Reply(1, '', 'Unrecognized command %s\n' % token)
+    if verb is None:
+        raise Reply(1, '', 'No command given\n')
+    if verb == 'add-core' and args.get('try-add'):
+        verb = 'try-add'
+    if verb == 'flush-cache' and 'core-id' in args:
+        verb = 'flush-core'
+    return verb, args
+
+
+def _int(args: dict[str, Any], name: str) -> int:
+    try:
+        return int(args[name])
+    except KeyError:
+        raise Reply(1, '', 'Missing required option --%s\n' % name)
+    except ValueError:
+        raise Reply(1, '', 'Invalid value of --%s: %s\n' % (name, args[name]))
+
+
+def _cache(state: dict[str, Any], cache_id: int, operation: str
+           ) -> dict[str, Any]:
+    cache = state['caches'].get(str(cache_id))
+    if cache is None:
+        raise Reply(1, '', '%s\nCache ID does not exist\n' % operation)
+    return cache
+
+
+def _core(cache: dict[str, Any], core_id: int, operation: str
+          ) -> dict[str, Any]:
+    core = cache['cores'].get(str(core_id))
+    if core is None:
+        raise Reply(1, '', '%s\nCore ID does not exist\n' % operation)
+    return core
+
+
+def _exported(cache_id: int, core_id: int) -> str:
+    return '/dev/cas%d-%d' % (cache_id, core_id)
+
+
+def _check_device(state: dict[str, Any], path: str) -> str:
+    """Apply casadm's device-path rules; return the resolved device."""
+    if not os.path.lexists(path):
+        raise Reply(1, '', 'Device %s not found.\n' % path)
+    if not (os.path.dirname(path) == devices.BY_ID or
+            path.startswith(WHITELIST_PREFIXES)):
+        raise Reply(1, '', 'Please use correct by-id path to the device '
+                           '%s.\n' % path)
+    resolved = os.path.realpath(path)
+    if resolved not in state['devices']:
+        raise Reply(1, '', 'Core object %s is not supported!\n' % path)
+    return resolved
+
+
+def _update_cache_status(cache: dict[str, Any]) -> None:
+    if cache['status'] in ('Running', 'Incomplete'):
+        inactive = any(c['status'] == 'Inactive'
+                       for c in cache['cores'].values())
+        cache['status'] = 'Incomplete' if inactive else 'Running'
+
+
+def _activate(state: dict[str, Any], cache_id: int, core_id: int,
+              core: dict[str, Any], resolved: str) -> None:
+    core.update(status='Active', resolved=resolved)
+    devices.symlink(state, _exported(cache_id, core_id), resolved)
+
+
+def add_core(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    cache_id = _int(args, 'cache-id')
+    operation = 'Error while adding core device to cache instance %d' % (
+        cache_id)
+    path = args.get('device')
+    if not path:
+        raise Reply(1, '', 'Missing required option --core-device\n')
+    resolved = _check_device(state, path)
+    cache = _cache(state, cache_id, operation)
+    for other_id, other in state['caches'].items():
+        for core in other['cores'].values():
+            same_device = (core.get('resolved') == resolved and
+                           core['status'] != 'Inactive')
+            same_link_elsewhere = (core['device'] == path and
+                                   other_id != str(cache_id))
+            if same_device or same_link_elsewhere:
+                raise Reply(1, '', "Core device '%s' is already cached.\n"
+                            % path)
+    if any(c['device'] == path for c in cache['cores'].values()):
+        raise Reply(1, '', '%s\nDevice already added as a core\n'
+                    % operation)
+    if path in state['open'] or resolved in state['open']:
+        raise Reply(1, '', "Failed to open '%s' device exclusively. Please "
+                           "close all applications accessing it or unmount "
+                           "the device.\n" % path)
+    if 'core-id' in args:
+        core_id = _int(args, 'core-id')
+        if str(core_id) in cache['cores']:
+            raise Reply(1, '', '%s\nCore id already used\n' % operation)
+    else:
+        core_id = 1
+        while str(core_id) in cache['cores']:
+            core_id += 1
+    core = {'device': path, 'resolved': resolved, 'status': 'Active',
+            'dirty': 0, 'clean': 0,
+            'size_blocks': state['devices'][resolved] // 4096,
+            'read_hits': 0, 'read_total': 0, 'write_hits': 0,
+            'write_total': 0}
+    cache['cores'][str(core_id)] = core
+    _activate(state, cache_id, core_id, core, resolved)
+    return Reply(0, 'Successfully added core %d to cache instance %d\n'
+                 % (core_id, cache_id))
+
+
+def try_add(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    cache_id = _int(args, 'cache-id')
+    core_id = _int(args, 'core-id')
+    operation = 'Error while adding core device to cache instance %d' % (
+        cache_id)
+    path = args.get('device', '')
+    resolved = _check_device(state, path)
+    cache = _cache(state, cache_id, operation)
+    core = _core(cache, core_id, operation)
+    if core['device'] != path or core['status'] != 'Inactive':
+        raise Reply(1, '', '%s\nCore device not available\n' % operation)
+    _activate(state, cache_id, core_id, core, resolved)
+    _update_cache_status(cache)
+    return Reply(0, 'Successfully added device in try add mode %s\n' % path)
+
+
+def _flush_core(state_dir: str, cache_id: int, core_id: int,
+                operation: str) -> None:
+    """Write a core's dirty data back, taking time per dirty block."""
+    with state_mod.locked(state_dir) as state:
+        core = _core(_cache(state, cache_id, operation), core_id, operation)
+        if core['status'] == 'Inactive':
+            raise Reply(1, '', '%s\nCore device is in inactive state\n'
+                        % operation)
+        delay = core['dirty'] * state['flush_ms_per_block'] / 1000.0
+    if delay:
+        signal.signal(signal.SIGINT, _interrupt_flush)
+        signal.signal(signal.SIGTERM, _interrupt_flush)
+        time.sleep(delay)
+    with state_mod.locked(state_dir) as state:
+        core = state['caches'][str(cache_id)]['cores'].get(str(core_id))
+        if core is not None:
+            core['clean'] += core['dirty']
+            core['dirty'] = 0
+
+
+def _interrupt_flush(signum, frame):
+    raise Reply(2, '', 'Flushing of core interrupted\n')
+
+
+def flush(state_dir: str, verb: str, args: dict[str, Any]) -> Reply:
+    cache_id = _int(args, 'cache-id')
+    if verb == 'flush-core':
+        core_ids = [_int(args, 'core-id')]
+        operation = 'Error while flushing core %d of cache %d' % (
+            core_ids[0], cache_id)
+    else:
+        operation = 'Error while flushing cache %d' % cache_id
+        with state_mod.locked(state_dir) as state:
+            core_ids = [int(i) for i, c in _cache(
+                state, cache_id, operation)['cores'].items()
+                if c['status'] != 'Inactive']
+    for core_id in core_ids:
+        _flush_core(state_dir, cache_id, core_id, operation)
+    return Reply(0)
+
+
+def remove_core(state_dir: str, args: dict[str, Any]) -> Reply:
+    cache_id = _int(args, 'cache-id')
+    core_id = _int(args, 'core-id')
+    operation = ('Error while removing core device %d from cache instance '
+                 '%d' % (core_id, cache_id))
+    with state_mod.locked(state_dir) as state:
+        core = _core(_cache(state, cache_id, operation), core_id, operation)
+        if core['status'] == 'Inactive':
+            raise Reply(1, '', "Core is inactive. To manage the inactive "
+                               "core use '--remove-inactive' command.\n")
+        force = args.get('force', False)
+    if not force:
+        _flush_core(state_dir, cache_id, core_id, operation)
+    with state_mod.locked(state_dir) as state:
+        cache = _cache(state, cache_id, operation)
+        core = _core(cache, core_id, operation)
+        if _exported(cache_id, core_id) in state['open']:
+            raise Reply(1, '', '%s\nDevice opens or mount are pending to '
+                               'this cache\n' % operation)
+        state['dropped_dirty_blocks'] += core['dirty']
+        del cache['cores'][str(core_id)]
+        devices.remove(state, _exported(cache_id, core_id))
+        _update_cache_status(cache)
+    return Reply(0)
+
+
+def remove_inactive(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    cache_id = _int(args, 'cache-id')
+    core_id = _int(args, 'core-id')
+    operation = ('Error while removing inactive core device %d from cache '
+                 'instance %d' % (core_id, cache_id))
+    cache = _cache(state, cache_id, operation)
+    core = _core(cache, core_id, operation)
+    if core['status'] != 'Inactive':
+        raise Reply(1, '', '%s\nCore is active\n' % operation)
+    if core['dirty'] and not args.get('force'):
+        raise Reply(1, '', '%s\nInactive core has dirty data. Use --force '
+                           'to remove it anyway (the data will be lost)\n'
+                    % operation)
+    state['dropped_dirty_blocks'] += core['dirty']
+    del cache['cores'][str(core_id)]
+    _update_cache_status(cache)
+    return Reply(0)
+
+
+def list_caches(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    if not state['caches']:
+        return Reply(0, 'No caches running\n')
+    by_id = args.get('by-id-path', False)
+    lines = [LIST_HEADER]
+    for cache_id, cache in sorted(state['caches'].items(),
+                                  key=lambda item: int(item[0])):
+        lines.append('cache,%s,%s,%s,%s,-' % (cache_id, cache['device'],
+                                              cache['status'], cache['mode']))
+        for core_id, core in sorted(cache['cores'].items(),
+                                    key=lambda item: int(item[0])):
+            disk = core['device'] if by_id or core['status'] == 'Inactive' \
+                else core.get('resolved') or core['device']
+            exported = '-' if core['status'] == 'Inactive' else _exported(
+                int(cache_id), int(core_id))
+            lines.append('core,%s,%s,%s,-,%s' % (core_id, disk,
+                                                 core['status'], exported))
+    if args.get('output-format') != 'csv':
+        raise Reply(1, '', 'Only CSV output is simulated\n')
+    return Reply(0, '\n'.join(lines) + '\n')
+
+
+def stats(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    cache_id = _int(args, 'cache-id')
+    cache = _cache(state, cache_id, 'Error while retrieving stats')
+    if 'core-id' in args:
+        core_id = _int(args, 'core-id')
+        core = _core(cache, core_id, 'Error while retrieving stats')
+        return Reply(0, stats_mod.core_csv(cache_id, core_id, cache, core,
+                                           args.get('by-id-path', False)))
+    return Reply(0, stats_mod.cache_csv(cache_id, cache))
+
+
+def start_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    cache_id = _int(args, 'cache-id')
+    mode = args.get('cache-mode', 'wt')
+    if str(cache_id) in state['caches']:
+        raise Reply(1, '', 'Error inserting cache %d\nCache ID already '
+                           'exists\n' % cache_id)
+    state['caches'][str(cache_id)] = {
+        'device': args.get('device', '-'), 'mode': mode,
+        'status': 'Running', 'size_blocks': 2621440, 'cores': {}}
+    return Reply(0, 'Successfully added cache instance %d\n' % cache_id)
+
+
+def stop_cache(state_dir: str, args: dict[str, Any]) -> Reply:
+    cache_id = _int(args, 'cache-id')
+    operation = 'Error while stopping cache %d' % cache_id
+    if not args.get('no-data-flush'):
+        flush(state_dir, 'flush-cache', {'cache-id': cache_id})
+    with state_mod.locked(state_dir) as state:
+        cache = _cache(state, cache_id, operation)
+        for core_id in cache['cores']:
+            devices.remove(state, _exported(cache_id, int(core_id)))
+        del state['caches'][str(cache_id)]
+    return Reply(0)
+
+
+def set_cache_mode(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    cache = _cache(state, _int(args, 'cache-id'),
+                   'Error while setting cache mode')
+    if cache['mode'] in ('wb', 'wo') and 'flush' not in args:
+        raise Reply(1, '', "Option '--flush-cache' is required when leaving "
+                           "write-back mode\n")
+    if args.get('flush') == 'yes':
+        for core in cache['cores'].values():
+            core['clean'] += core['dirty']
+            core['dirty'] = 0
+    cache['mode'] = args.get('cache-mode', cache['mode'])
+    return Reply(0)
+
+
+def version(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    return Reply(0, 'Name,Version\nCAS Cache Kernel Module,%s\n'
+                    'CAS CLI Utility,%s\n' % (VERSION, VERSION))
+
+
+LOCKED = {'add-core': add_core, 'try-add': try_add,
+          'remove-inactive': remove_inactive, 'list-caches': list_caches,
+          'stats': stats, 'start-cache': start_cache,
+          'set-cache-mode': set_cache_mode, 'version': version}
+
+
+def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
+    verb = 'unknown'
+    try:
+        verb, args = parse(argv)
+        with state_mod.locked(state_dir) as state:
+            fault = faults.take(state, verb)
+            loaded = state['module_loaded']
+            latency = state['latency_ms'] / 1000.0
+        if not loaded:
+            return verb, Reply(1, 'Is the kernel module loaded?\n',
+                               'Device /dev/cas_ctrl not found\n')
+        if fault is not None:
+            code = faults.play(fault)
+            return verb, Reply(code)
+        if latency:
+            time.sleep(latency)
+        if verb in LOCKED:
+            with state_mod.locked(state_dir) as state:
+                return verb, LOCKED[verb](state, args)
+        if verb in ('flush-cache', 'flush-core'):
+            return verb, flush(state_dir, verb, args)
+        if verb == 'remove-core':
+            return verb, remove_core(state_dir, args)
+        if verb == 'stop-cache':
+            return verb, stop_cache(state_dir, args)
+        return verb, Reply(1, '', 'Command %s is not simulated\n' % verb)
+    except Reply as reply:
+        return verb, reply
+    except KeyboardInterrupt:
+        return verb, Reply(2, '', 'Operation interrupted\n')
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    directory = state_mod.state_dir()
+    verb, reply = run(directory, argv)
+    sys.stdout.write(reply.out)
+    sys.stderr.write(reply.err)
+    state_mod.log_call(directory, 'casadm', verb, ['casadm'] + argv,
+                       reply.code)
+    return reply.code
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,177 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Control operations on a simulated host (what tests and the demo do).
+
+These are the knobs the real tools don't have: create the host, inject
+faults, make a core dirty, reboot, look at the state.
+"""
+
+import os
+import stat
+import sys
+from typing import Any, Optional
+
+from os_brick_cas import opencas_conf
+from os_brick_cas.simulator import devices
+from os_brick_cas.simulator import faults
+from os_brick_cas.simulator import state as state_mod
+
+TOOLS = {'casadm': 'os_brick_cas.simulator.casadm',
+         'rbd': 'os_brick_cas.simulator.rbd'}
+
+
+class SimulatedHostControl(object):
+    """Operations on the simulated host whose state lives in *state_dir*."""
+
+    def __init__(self, state_dir: str):
+        self.state_dir = state_dir
+        self.bin_dir = os.path.join(state_dir, 'bin')
+
+    def init(self, caches: dict[int, str], udev_by_id: bool = False,
+             rbd_backend: str = 'file') -> None:
+        """Boot a fresh host and write the casadm/rbd wrappers."""
+        os.makedirs(self.bin_dir, exist_ok=True)
+        state = state_mod.new_state(caches)
+        state.update(udev_by_id=udev_by_id, rbd_backend=rbd_backend)
+        state_mod.write(self.state_dir, state)
+        for tool, module in TOOLS.items():
+            path = os.path.join(self.bin_dir, tool)
+            with open(path, 'w') as wrapper:
+                wrapper.write('#!/bin/sh\n%s=%s exec %s -m %s "$@"\n' % (
+                    state_mod.ENV, self.state_dir, sys.executable, module))
+            os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR |
+                     stat.S_IXGRP | stat.S_IXOTH)
+
+    def _update(self, **settings: Any) -> None:
+        with state_mod.locked(self.state_dir) as state:
+            state.update(settings)
+
+    def set_udev_by_id(self, enabled: bool) -> None:
+        self._update(udev_by_id=enabled)
+
+    def set_latency(self, milliseconds: float) -> None:
+        self._update(latency_ms=milliseconds)
+
+    def set_flush_speed(self, ms_per_block: float) -> None:
+        self._update(flush_ms_per_block=ms_per_block)
+
+    def set_opencas_conf(self, path: Optional[str]) -> None:
+        """The file a reboot reads to know which caches/cores come back."""
+        self._update(opencas_conf=path)
+
+    def set_module_loaded(self, loaded: bool) -> None:
+        self._update(module_loaded=loaded)
+
+    def set_open(self, path: str, is_open: bool = True) -> None:
+        """Mark a device as held open (e.g. by QEMU)."""
+        with state_mod.locked(self.state_dir) as state:
+            if is_open and path not in state['open']:
+                state['open'].append(path)
+            elif not is_open and path in state['open']:
+                state['open'].remove(path)
+
+    def create_image(self, pool: str, image: str, size_mb: int = 16) -> None:
+        with state_mod.locked(self.state_dir) as state:
+            state['images']['%s/%s' % (pool, image)] = size_mb * 2 ** 20
+
+    def inject_fault(self, verb: str, exit_code: int = 1, stdout: str = '',
+                     stderr: str = '', hang: Optional[float] = None,
+                     nth: int = 1, count: int = 1) -> None:
+        """Calls nth .. nth+count-1 of *verb* (counted from now) fail."""
+        with state_mod.locked(self.state_dir) as state:
+            faults.add(state, verb, exit_code=exit_code, stdout=stdout,
+                       stderr=stderr, hang=hang, nth=nth, count=count)
+
+    def set_dirty(self, cache_id: int, core_id: int, blocks: int) -> None:
+        """Simulate guest writes that are in the cache but not in Ceph."""
+        with state_mod.locked(self.state_dir) as state:
+            cache = state['caches'][str(cache_id)]
+            if blocks and cache['mode'] not in ('wb', 'wo'):
+                raise ValueError('a %s cache never holds dirty data'
+                                 % cache['mode'])
+            core = cache['cores'][str(core_id)]
+            core['dirty'] = blocks
+            core['write_total'] += blocks
+            core['write_hits'] += blocks
+
+    def record_reads(self, cache_id: int, core_id: int, total: int,
+                     hits: int) -> None:
+        with state_mod.locked(self.state_dir) as state:
+            core = state['caches'][str(cache_id)]['cores'][str(core_id)]
+            core['read_total'] += total
+            core['read_hits'] += hits
+            core['clean'] += total - hits
+
+    def reboot(self) -> None:
+        """Power-cycle the host as Open CAS and krbd experience it.
+
+        krbd mappings and every /dev entry vanish. Caches listed in
+        opencas.conf [caches] are loaded again (all if no file is set); a
+        loaded cache keeps every core in its metadata, inactive (with its
+        dirty data) until the device is added back, so it comes up
+        Incomplete. Caches not listed are not started.
+        """
+        with state_mod.locked(self.state_dir) as state:
+            backend = None
+            if state['rbd_backend'] == 'ceph':
+                from os_brick_cas.simulator import rbd_ceph as backend
+            for mapping in state['mappings'].values():
+                if backend and mapping.get('loop'):
+                    pool, image = mapping['image'].split('/', 1)
+                    backend.unmap_image(self.state_dir, pool, image,
+                                        mapping['loop'])
+            state['mappings'] = {}
+            state['devices'] = {}
+            state['open'] = []
+            devices.remove_all(state)
+            listed = None
+            if state['opencas_conf']:
+                listed = opencas_conf.read(state['opencas_conf']).caches
+            for cache_id in list(state['caches']):
+                if listed is not None and int(cache_id) not in listed:
+                    del state['caches'][cache_id]
+                    continue
+                cache = state['caches'][cache_id]
+                for core in cache['cores'].values():
+                    core['status'] = 'Inactive'
+                    core.pop('resolved', None)
+                cache['status'] = 'Incomplete' if cache['cores'] else \
+                    'Running'
+
+    def state(self) -> dict[str, Any]:
+        return state_mod.read(self.state_dir)
+
+    def calls(self, tool: Optional[str] = None,
+              verb: Optional[str] = None) -> list[dict[str, Any]]:
+        return [call for call in state_mod.calls(self.state_dir)
+                if (tool is None or call['tool'] == tool) and
+                (verb is None or call['verb'] == verb)]
+
+    def dev_entries(self) -> list[str]:
+        return sorted(self.state()['created'])
+
+    def destroy(self) -> None:
+        """Unmap and remove every /dev entry this host created."""
+        try:
+            with state_mod.locked(self.state_dir) as state:
+                if state['rbd_backend'] == 'ceph':
+                    from os_brick_cas.simulator import rbd_ceph
+                    for mapping in state['mappings'].values():
+                        pool, image = mapping['image'].split('/', 1)
+                        if mapping.get('loop'):
+                            rbd_ceph.unmap_image(self.state_dir, pool, image,
+                                                 mapping['loop'])
+                state['mappings'] = {}
+                devices.remove_all(state)
+        except FileNotFoundError:
+            pass
