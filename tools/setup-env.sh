@@ -9,14 +9,14 @@ PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null || PYTHON=python3
 VENV=${VENV:-.venv}
 stamp="$VENV/.os-brick-cas-deps"
-want=$(cat requirements.txt test-requirements.txt doc/requirements.txt 2>/dev/null | sha1sum | cut -d' ' -f1)
+reqs=(-r requirements.txt -r test-requirements.txt)
+[ -f doc/requirements.txt ] && reqs+=(-r doc/requirements.txt)
+want=$(printf '%s\n' "${reqs[@]}" | grep -v '^-r$' | xargs cat | sha1sum | cut -d' ' -f1)
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "$VENV/bin/pip" install -q --upgrade pip
-    reqs=(-r requirements.txt -r test-requirements.txt)
-    [ -f doc/requirements.txt ] && reqs+=(-r doc/requirements.txt)
     "$VENV/bin/pip" install -q "${reqs[@]}"
     echo "$want" > "$stamp"
 fi
