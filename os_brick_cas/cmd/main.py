@@ -1,0 +1,72 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``os-brick-cas``: the operator command line of os-brick-cas."""
+
+import argparse
+import importlib
+import sys
+from typing import Optional
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
+
+CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+
+#: modules that add subcommands; optional parts (nova_ext, cinder_ext) may be
+#: absent or fail to import without breaking the host commands.
+SUBCOMMAND_MODULES = [
+    'os_brick_cas.cmd.demo',
+    'os_brick_cas.cmd.status',
+    'os_brick_cas.cmd.doctor',
+    'os_brick_cas.cmd.flush',
+    'os_brick_cas.cmd.bench',
+    'cinder_ext.admin',
+    'nova_ext.cmd',
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='os-brick-cas',
+        description='Open CAS caching of Cinder RBD volumes on this host.')
+    parser.add_argument('--config-file', action='append', default=[],
+                        help='oslo.config file(s) with [os_brick_cas]')
+    parser.add_argument('--debug', action='store_true')
+    sub = parser.add_subparsers(dest='command', required=True)
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            LOG.debug('subcommands of %s unavailable: %s', name, exc)
+            continue
+        register = getattr(module, 'register_subcommands', None) or getattr(
+            module, 'add_parser', None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    logging.register_options(CONF)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    CONF([], project='os-brick-cas', default_config_files=args.config_file)
+    CONF.set_override('debug', args.debug)
+    logging.setup(CONF, 'os-brick-cas')
+    return args.func(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
