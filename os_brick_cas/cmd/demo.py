@@ -30,9 +30,9 @@ import shutil
 import tempfile
 from typing import Iterator, Optional
 
+import os_brick.privileged
 from oslo_config import cfg
 
-import os_brick.privileged
 from os_brick_cas import casadm
 from os_brick_cas import connector as connector_mod
 from os_brick_cas import modes

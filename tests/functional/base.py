@@ -28,11 +28,11 @@ import subprocess
 from typing import Any, Optional
 
 import fixtures
+import os_brick.privileged
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
-import os_brick.privileged
 from os_brick_cas import casadm
 from os_brick_cas import connector
 from os_brick_cas import opts

@@ -22,6 +22,7 @@ import os
 import sys
 
 import os_brick.privileged
+
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 import os_brick_cas.privileged

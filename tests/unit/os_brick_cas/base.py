@@ -17,12 +17,12 @@ import re
 from typing import Callable, Optional, Union
 
 import fixtures
+import os_brick.privileged
 from oslo_concurrency import processutils
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
-import os_brick.privileged
 from os_brick_cas import opts
 import os_brick_cas.privileged
 
