@@ -12,12 +12,15 @@
 
 """Configuration options of the host library, group ``[os_brick_cas]``."""
 
+import copy
 import itertools
 
 from oslo_config import cfg
+from oslo_privsep import priv_context
 
 
 GROUP = 'os_brick_cas'
+PRIVSEP_GROUP = 'privsep_os_brick_cas'
 
 FALLBACK_FAIL = 'fail'
 FALLBACK_CLEAN_MODE = 'clean-mode'
@@ -73,8 +76,13 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 
 
 def list_opts():
-    """Options for oslo-config-generator (namespace ``os_brick_cas``)."""
-    return [(GROUP, itertools.chain(host_opts))]
+    """Options for oslo-config-generator (namespace ``os_brick_cas``).
+
+    Includes the section of the os-brick-cas privsep daemon, which
+    oslo.privsep registers when the context is first used.
+    """
+    return [(GROUP, itertools.chain(host_opts)),
+            (PRIVSEP_GROUP, copy.deepcopy(priv_context.OPTS))]
 
 
 register_opts(cfg.CONF)
