@@ -54,13 +54,8 @@ FLAG_OPTS = {'-b': 'by-id-path', '--by-id-path': 'by-id-path',
              '--no-data-flush': 'no-data-flush', '-l': 'load',
              '--load': 'load', '--script': 'script', '--try-add': 'try-add'}
 
-
-class Reply(Exception):
-    """Ends a command with an exit code and output."""
-
-    def __init__(self, code: int = 0, out: str = '', err: str = ''):
-        super().__init__(code)
-        self.code, self.out, self.err = code, out, err
+#: the reply type every command ends with
+Reply = state_mod.Reply
 
 
 def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
@@ -415,14 +410,7 @@ def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    directory = state_mod.state_dir()
-    verb, reply = run(directory, argv)
-    sys.stdout.write(reply.out)
-    sys.stderr.write(reply.err)
-    state_mod.log_call(directory, 'casadm', verb, ['casadm'] + argv,
-                       reply.code)
-    return reply.code
+    return state_mod.tool_main('casadm', run, argv)
 
 
 if __name__ == '__main__':

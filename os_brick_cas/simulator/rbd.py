@@ -34,11 +34,8 @@ _IGNORED_VALUE_OPTS = {'--id', '--user', '--mon_host', '-m', '--conf', '-c',
                        '--keyring', '--cluster', '--name', '-n',
                        '--options', '-o'}
 
-
-class Reply(Exception):
-    def __init__(self, code: int = 0, out: str = '', err: str = ''):
-        super().__init__(code)
-        self.code, self.out, self.err = code, out, err
+#: the reply type every command ends with
+Reply = state_mod.Reply
 
 
 def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
@@ -237,13 +234,7 @@ def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    directory = state_mod.state_dir()
-    verb, reply = run(directory, argv)
-    sys.stdout.write(reply.out)
-    sys.stderr.write(reply.err)
-    state_mod.log_call(directory, 'rbd', verb, ['rbd'] + argv, reply.code)
-    return reply.code
+    return state_mod.tool_main('rbd', run, argv)
 
 
 if __name__ == '__main__':

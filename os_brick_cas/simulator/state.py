@@ -21,8 +21,9 @@ import contextlib
 import fcntl
 import json
 import os
+import sys
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 ENV = 'OS_BRICK_CAS_SIM_STATE'
 STATE_FILE = 'state.json'
@@ -106,3 +107,24 @@ def calls(directory: str) -> list[dict[str, Any]]:
             return [json.loads(line) for line in log if line.strip()]
     except FileNotFoundError:
         return []
+
+
+class Reply(Exception):
+    """Ends a stand-in command with an exit code and its output."""
+
+    def __init__(self, code: int = 0, out: str = '', err: str = ''):
+        super().__init__(code)
+        self.code, self.out, self.err = code, out, err
+
+
+def tool_main(tool: str,
+              run: Callable[[str, list[str]], tuple[str, Reply]],
+              argv: Optional[list[str]] = None) -> int:
+    """Run a stand-in: print its reply, log the call, return the code."""
+    argv = sys.argv[1:] if argv is None else argv
+    directory = state_dir()
+    verb, reply = run(directory, argv)
+    sys.stdout.write(reply.out)
+    sys.stderr.write(reply.err)
+    log_call(directory, tool, verb, [tool] + argv, reply.code)
+    return reply.code
