@@ -42,12 +42,7 @@ present() {
 
 suite() {
     case "$1" in
-        pep8)
-            local shells=(tools/*.sh .ci/run)
-            [ -d devstack ] && mapfile -t -O "${#shells[@]}" shells < <(
-                find devstack -type f \( -name '*.sh' -o -name settings \
-                    -o -path '*/lib/*' \))
-            flake8 && shellcheck "${shells[@]}" ;;
+        pep8) flake8 && tools/shellcheck-all.sh ;;
         unit) stestr_run tests/unit ;;
         functional) stestr_run tests/functional --concurrency 1 ;;
         nova) stestr_run tests/nova --concurrency 1 ;;
