@@ -1,0 +1,114 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Cinder API extension: the os-brick-cas fence marker on a volume.
+
+A compute host that attaches a write-back/write-only volume records itself
+here (its cache may hold writes Ceph does not have); a clean detach clears
+it; an attach elsewhere is refused while it names another host. Cinder has
+no API to write admin metadata, so this extension provides one, admin only,
+which a volume's owner cannot change. Enable it in cinder.conf::
+
+    [DEFAULT]
+    osapi_volume_extension = cinder.api.contrib.standard_extensions
+    osapi_volume_extension = cinder_ext.api.fence.Fence
+"""
+
+import re
+
+from cinder.api import extensions
+from cinder.api.openstack import wsgi
+from cinder import db
+from cinder import exception
+from cinder import volume as cinder_volume
+import webob
+
+from cinder_ext import guards
+
+SET_ACTION = 'os-brick-cas-set-fence'
+CLEAR_ACTION = 'os-brick-cas-clear-fence'
+ATTRIBUTE = 'os-brick-cas:fence'
+_HOST = re.compile(r'^[A-Za-z0-9_.:@-]{1,255}$')
+
+
+class FenceController(wsgi.Controller):
+    """Volume actions to set/clear the fence, and the show attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.volume_api = cinder_volume.API()
+
+    @staticmethod
+    def _admin_context(req):
+        context = req.environ['cinder.context']
+        if not context.is_admin:
+            raise webob.exc.HTTPForbidden(
+                explanation='Only an administrator may change the '
+                            'os-brick-cas fence marker.')
+        return context
+
+    @wsgi.action(SET_ACTION)
+    def _set_fence(self, req, id, body):
+        context = self._admin_context(req)
+        host = (body.get(SET_ACTION) or {}).get('host')
+        if not isinstance(host, str) or not _HOST.match(host):
+            raise webob.exc.HTTPBadRequest(
+                explanation="'%s' needs {'host': <compute host name>}"
+                            % SET_ACTION)
+        try:
+            volume = self.volume_api.get(context, id)
+        except exception.VolumeNotFound as exc:
+            raise webob.exc.HTTPNotFound(explanation=exc.msg)
+        self.volume_api.update_volume_admin_metadata(
+            context.elevated(), volume, {guards.FENCE_KEY: host})
+        return webob.Response(status_int=202)
+
+    @wsgi.action(CLEAR_ACTION)
+    def _clear_fence(self, req, id, body):
+        context = self._admin_context(req)
+        try:
+            self.volume_api.get(context, id)
+        except exception.VolumeNotFound as exc:
+            raise webob.exc.HTTPNotFound(explanation=exc.msg)
+        try:
+            db.volume_admin_metadata_delete(context.elevated(), id,
+                                            guards.FENCE_KEY)
+        except exception.VolumeAdminMetadataNotFound:
+            pass
+        return webob.Response(status_int=202)
+
+    def _add_attribute(self, req, resp_volume):
+        db_volume = req.get_db_volume(resp_volume['id'])
+        resp_volume[ATTRIBUTE] = guards.fence_host(db_volume)
+
+    @wsgi.extends
+    def show(self, req, resp_obj, id):
+        if req.environ['cinder.context'].is_admin:
+            self._add_attribute(req, resp_obj.obj['volume'])
+
+    @wsgi.extends
+    def detail(self, req, resp_obj):
+        if req.environ['cinder.context'].is_admin:
+            for volume in list(resp_obj.obj['volumes']):
+                self._add_attribute(req, volume)
+
+
+class Fence(extensions.ExtensionDescriptor):
+    """os-brick-cas fence marker (which host may hold a volume's writes)."""
+
+    name = 'OsBrickCasFence'
+    alias = 'os-brick-cas'
+    updated = '2026-11-01T00:00:00+00:00'
+
+    def get_controller_extensions(self):
+        return [extensions.ControllerExtension(self, 'volumes',
+                                               FenceController())]

@@ -1,0 +1,110 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Which cinder operations would read a stale image, and the refusals.
+
+While a write-back/write-only volume is attached, the newest data may live
+only in the compute host's Open CAS cache: the RBD image is stale until the
+host flushes it at detach. Snapshots, backups and clones taken from the
+image then would silently miss the newest writes, so they are refused.
+"""
+
+from typing import Any, Mapping, Optional
+
+from cinder import exception
+
+from cinder_ext import extra_specs
+
+ATTACHED_STATES = ('in-use', 'attaching', 'detaching', 'reserved')
+FENCE_KEY = 'os_brick_cas_fence'
+
+
+def type_specs(volume_type: Any) -> Mapping[str, str]:
+    """Extra specs of a VolumeType object or dict (or None)."""
+    if not volume_type:
+        return {}
+    if isinstance(volume_type, Mapping):
+        return volume_type.get('extra_specs') or {}
+    return getattr(volume_type, 'extra_specs', None) or {}
+
+
+def cache_spec(volume: Any) -> extra_specs.CacheSpec:
+    """The cache spec of a volume's type (invalid specs raise)."""
+    try:
+        return extra_specs.validate(type_specs(volume.volume_type))
+    except extra_specs.ExtraSpecError as exc:
+        raise exception.InvalidVolumeType(reason=str(exc))
+
+
+def is_attached(volume: Any) -> bool:
+    return (volume.status in ATTACHED_STATES or
+            getattr(volume, 'attach_status', None) == 'attached')
+
+
+def refuse_if_dirty_capable(volume: Any, operation: str) -> None:
+    """Refuse *operation* on an attached write-back/write-only volume."""
+    spec = cache_spec(volume)
+    if spec.holds_dirty_data and is_attached(volume):
+        raise exception.InvalidVolume(reason=(
+            'cannot %(op)s volume %(vol)s while it is attached: its type '
+            'caches it on the compute host in Open CAS mode %(mode)s, so '
+            'the newest writes may not be in Ceph yet. Detach the volume '
+            '(which flushes the cache) and retry, or use a write-through '
+            "('wt') volume type." % {'op': operation, 'vol': volume.id,
+                                     'mode': spec.mode}))
+
+
+def refuse_cache_change_while_attached(volume: Any,
+                                       new_type: Any) -> None:
+    """Refuse a retype that changes the cache spec of an attached volume."""
+    old = cache_spec(volume)
+    try:
+        new = extra_specs.validate(type_specs(new_type))
+    except extra_specs.ExtraSpecError as exc:
+        raise exception.InvalidVolumeType(reason=str(exc))
+    if old != new and is_attached(volume):
+        raise exception.InvalidVolume(reason=(
+            'cannot retype attached volume %s from cache mode %s to %s: the '
+            'compute host chose its cache at attach time. Detach it (which '
+            'flushes the cache), retype, and attach it again.'
+            % (volume.id, old.mode or 'uncached', new.mode or 'uncached')))
+
+
+def refuse_attached_extend(volume: Any) -> None:
+    """Refuse to extend an attached cached volume."""
+    if cache_spec(volume).cacheable and is_attached(volume):
+        raise exception.InvalidVolume(reason=(
+            'cannot extend volume %s while it is attached: it is an Open CAS '
+            'core on the compute host and a core cannot change size while '
+            'cached. Detach it, extend it, and attach it again.'
+            % volume.id))
+
+
+def fence_host(volume: Any) -> Optional[str]:
+    """The host named by the volume's fence marker, if any."""
+    metadata = getattr(volume, 'admin_metadata', None) or {}
+    return metadata.get(FENCE_KEY)
+
+
+def refuse_fenced_connection(volume: Any, connector: Optional[dict]) -> None:
+    """Refuse to connect a dirty-capable volume fenced by another host."""
+    fenced_by = fence_host(volume)
+    host = (connector or {}).get('host')
+    if fenced_by and host and fenced_by != host and \
+            cache_spec(volume).holds_dirty_data:
+        raise exception.InvalidVolume(reason=(
+            'volume %(vol)s may still hold write-back data in the Open CAS '
+            'cache of host %(fenced)s, so it cannot be attached on %(host)s. '
+            'Detach it cleanly on %(fenced)s, or - if that host is lost and '
+            'its cached writes with it - clear the fence knowingly: '
+            "'os-brick-cas fence-clear %(vol)s'."
+            % {'vol': volume.id, 'fenced': fenced_by, 'host': host}))

@@ -1,0 +1,77 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""RBD driver extension: cache modes in connection_info, and the guards.
+
+Configure a Ceph backend with::
+
+    volume_driver = cinder_ext.rbd.CachedRBDDriver
+
+Everything else is cinder's own RBD driver. Volumes of a type with
+``cacheable='<is> True'`` get ``cacheable`` and ``cache_mode`` in their
+connection_info; the backend reports ``cacheable: True`` so the scheduler
+can place such volumes on it; other volumes are untouched.
+"""
+
+from typing import Any
+
+from cinder import objects
+from cinder.volume.drivers import rbd
+from oslo_log import log as logging
+
+from cinder_ext import guards
+
+LOG = logging.getLogger(__name__)
+
+
+class CachedRBDDriver(rbd.RBDDriver):
+    """Cinder's RBD driver with Open CAS host-cache awareness."""
+
+    def _update_volume_stats(self) -> None:
+        super()._update_volume_stats()
+        # cacheable='<is> True' is an unscoped extra spec: the capabilities
+        # filter only passes backends that report it.
+        self._stats['cacheable'] = True
+
+    def initialize_connection(self, volume: Any,
+                              connector: dict) -> dict[str, Any]:
+        data = super().initialize_connection(volume, connector)
+        spec = guards.cache_spec(volume)
+        if not spec.cacheable:
+            return data
+        guards.refuse_fenced_connection(volume, connector)
+        data['data'].update(cacheable=True, cache_mode=spec.mode)
+        LOG.debug('Volume %(vol)s connects cached in mode %(mode)s',
+                  {'vol': volume.id, 'mode': spec.mode})
+        return data
+
+    def create_snapshot(self, snapshot: Any) -> None:
+        guards.refuse_if_dirty_capable(snapshot.volume, 'snapshot')
+        return super().create_snapshot(snapshot)
+
+    def create_cloned_volume(self, volume: Any, src_vref: Any):
+        guards.refuse_if_dirty_capable(src_vref, 'clone')
+        return super().create_cloned_volume(volume, src_vref)
+
+    def get_backup_device(self, context: Any, backup: Any):
+        volume = objects.Volume.get_by_id(context, backup.volume_id)
+        guards.refuse_if_dirty_capable(volume, 'back up')
+        return super().get_backup_device(context, backup)
+
+    def retype(self, context: Any, volume: Any, new_type: Any, diff: Any,
+               host: Any):
+        guards.refuse_cache_change_while_attached(volume, new_type)
+        return super().retype(context, volume, new_type, diff, host)
+
+    def extend_volume(self, volume: Any, new_size: Any) -> None:
+        guards.refuse_attached_extend(volume)
+        return super().extend_volume(volume, new_size)

@@ -1,0 +1,207 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""cinder_ext's RBD driver on cinder's own test base (rados/rbd mocked)."""
+
+from unittest import mock
+
+from cinder import context
+from cinder import exception
+from cinder.tests.unit import fake_snapshot
+from cinder.tests.unit import fake_volume
+from cinder.tests.unit import test
+from cinder.tests.unit.volume.drivers import test_rbd
+from cinder.volume.drivers import rbd as cinder_rbd
+import ddt
+
+from cinder_ext import guards
+from cinder_ext import rbd
+
+HOSTS = ['127.0.0.1']
+PORTS = ['6789']
+
+
+def specs(mode=None, cacheable=True, **extra):
+    out = dict(extra)
+    if cacheable:
+        out['cacheable'] = '<is> True'
+    if mode:
+        out['cas:cache_mode'] = mode
+    return out
+
+
+@ddt.ddt
+class CachedRBDDriverTestCase(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.cfg = test_rbd.RBDTestCase._make_configuration()
+        self.driver = rbd.CachedRBDDriver(
+            execute=mock.Mock(return_value=('', '')), configuration=self.cfg,
+            rbd=mock.MagicMock())
+        self.driver.set_initialized()
+        self.context = context.get_admin_context()
+        self.driver._active_config = {'name': 'ceph', 'user': 'cinder',
+                                      'conf': '/etc/ceph/ceph.conf',
+                                      'secret_uuid': 'uuid'}
+        mons = mock.patch.object(cinder_rbd.RBDDriver, '_get_mon_addrs',
+                                 return_value=(HOSTS, PORTS))
+        mons.start()
+        self.addCleanup(mons.stop)
+
+    def volume(self, extra_specs=None, status='available',
+               admin_metadata=None):
+        volume_type = fake_volume.fake_volume_type_obj(
+            self.context, extra_specs=extra_specs or {})
+        volume = fake_volume.fake_volume_obj(
+            self.context, volume_type_id=volume_type.id, status=status)
+        volume.volume_type = volume_type
+        volume.admin_metadata = admin_metadata or {}
+        return volume
+
+    @ddt.data('wt', 'wb', 'wa', 'wo', 'pt')
+    def test_connection_info_per_mode(self, mode):
+        volume = self.volume(specs(mode))
+        info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
+        data = info['data']
+        self.assertEqual('rbd', info['driver_volume_type'])
+        self.assertEqual((True, mode), (data['cacheable'],
+                                        data['cache_mode']))
+        self.assertEqual('%s/%s' % (self.cfg.rbd_pool, volume.name),
+                         data['name'])
+        self.assertEqual((HOSTS, PORTS, 'cinder'),
+                         (data['hosts'], data['ports'],
+                          data['auth_username']))
+
+    def test_cacheable_without_mode_is_write_through(self):
+        info = self.driver.initialize_connection(
+            self.volume(specs()), {'host': 'cmp1'})
+        self.assertEqual('wt', info['data']['cache_mode'])
+
+    def test_uncached_connection_info_unchanged(self):
+        volume = self.volume({})
+        ours = self.driver.initialize_connection(volume, {'host': 'cmp1'})
+        plain = cinder_rbd.RBDDriver.initialize_connection(
+            self.driver, volume, {'host': 'cmp1'})
+        self.assertEqual(plain, ours)
+        self.assertNotIn('cache_mode', ours['data'])
+
+    def test_invalid_specs_refused_at_connection(self):
+        volume = self.volume({'cas:cache_mode': 'wb'})
+        exc = self.assertRaises(exception.InvalidVolumeType,
+                                self.driver.initialize_connection, volume,
+                                {'host': 'cmp1'})
+        self.assertIn("'cas:cache_mode' needs 'cacheable'", str(exc))
+
+    def test_reports_cacheable(self):
+        with mock.patch.object(self.driver, '_get_pool_stats',
+                               return_value=(10, 20)), \
+                mock.patch.object(self.driver, '_get_usage_info',
+                                  return_value=1), \
+                mock.patch.object(self.driver, '_get_fsid',
+                                  return_value='fsid'), \
+                mock.patch.object(self.driver, '_supports_qos',
+                                  return_value=False):
+            self.driver._update_volume_stats()
+        self.assertTrue(self.driver._stats['cacheable'])
+        self.assertEqual('ceph', self.driver._stats['storage_protocol'])
+
+    def test_fence_refuses_other_host(self):
+        volume = self.volume(specs('wb'), admin_metadata={
+            guards.FENCE_KEY: 'cmp1'})
+        exc = self.assertRaises(exception.InvalidVolume,
+                                self.driver.initialize_connection, volume,
+                                {'host': 'cmp2'})
+        self.assertIn('cmp1', str(exc))
+        self.assertIn('os-brick-cas fence-clear', str(exc))
+        # the fenced host itself may reconnect (reboot, re-attach)
+        info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
+        self.assertEqual('wb', info['data']['cache_mode'])
+
+    def test_fence_ignored_for_write_through(self):
+        volume = self.volume(specs('wt'), admin_metadata={
+            guards.FENCE_KEY: 'cmp1'})
+        self.driver.initialize_connection(volume, {'host': 'cmp2'})
+
+    @ddt.data(('wb', 'in-use', True), ('wo', 'in-use', True),
+              ('wb', 'available', False), ('wt', 'in-use', False),
+              (None, 'in-use', False))
+    @ddt.unpack
+    def test_snapshot_guard(self, mode, status, refused):
+        volume = self.volume(specs(mode, cacheable=bool(mode)),
+                             status=status)
+        snapshot = fake_snapshot.fake_snapshot_obj(self.context)
+        snapshot.volume = volume
+        with mock.patch.object(cinder_rbd.RBDDriver,
+                               'create_snapshot') as create:
+            if refused:
+                exc = self.assertRaises(exception.InvalidVolume,
+                                        self.driver.create_snapshot, snapshot)
+                self.assertIn('Detach the volume', str(exc))
+                self.assertIn("write-through ('wt')", str(exc))
+                create.assert_not_called()
+            else:
+                self.driver.create_snapshot(snapshot)
+                create.assert_called_once_with(snapshot)
+
+    def test_clone_guard(self):
+        source = self.volume(specs('wb'), status='in-use')
+        with mock.patch.object(cinder_rbd.RBDDriver,
+                               'create_cloned_volume') as clone:
+            exc = self.assertRaises(exception.InvalidVolume,
+                                    self.driver.create_cloned_volume,
+                                    self.volume(), source)
+            self.assertIn('cannot clone', str(exc))
+            clone.assert_not_called()
+            source.status = 'available'
+            self.driver.create_cloned_volume(self.volume(), source)
+            clone.assert_called_once()
+
+    def test_backup_guard(self):
+        volume = self.volume(specs('wo'), status='in-use')
+        backup = mock.Mock(volume_id=volume.id)
+        with mock.patch('cinder.objects.Volume.get_by_id',
+                        return_value=volume), \
+                mock.patch.object(cinder_rbd.RBDDriver,
+                                  'get_backup_device') as device:
+            exc = self.assertRaises(exception.InvalidVolume,
+                                    self.driver.get_backup_device,
+                                    self.context, backup)
+            self.assertIn('cannot back up', str(exc))
+            device.assert_not_called()
+
+    def test_retype_between_modes_refused_while_attached(self):
+        volume = self.volume(specs('wb'), status='in-use')
+        new_type = fake_volume.fake_volume_type_obj(
+            self.context, extra_specs=specs('wt'))
+        with mock.patch.object(cinder_rbd.RBDDriver, 'retype',
+                               return_value=(True, {})) as retype:
+            exc = self.assertRaises(exception.InvalidVolume,
+                                    self.driver.retype, self.context,
+                                    volume, new_type, {}, None)
+            self.assertIn('from cache mode wb to wt', str(exc))
+            retype.assert_not_called()
+            volume.status = 'available'
+            self.assertEqual((True, {}), self.driver.retype(
+                self.context, volume, new_type, {}, None))
+
+    def test_extend_attached_cached_volume_refused(self):
+        volume = self.volume(specs('wt'), status='in-use')
+        with mock.patch.object(cinder_rbd.RBDDriver,
+                               'extend_volume') as extend:
+            exc = self.assertRaises(exception.InvalidVolume,
+                                    self.driver.extend_volume, volume, 20)
+            self.assertIn('Detach it, extend it', str(exc))
+            extend.assert_not_called()
+            volume.status = 'available'
+            self.driver.extend_volume(volume, 20)
+            extend.assert_called_once_with(volume, 20)
