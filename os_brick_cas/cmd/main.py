@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    logging.register_options(CONF)
+    if 'debug' not in CONF:
+        logging.register_options(CONF)
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     CONF([], project='os-brick-cas', default_config_files=args.config_file)
     CONF.set_override('debug', args.debug)

@@ -1,0 +1,153 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Operator commands on python-cinderclient: cache-mode types and fences.
+
+Wired into ``os-brick-cas`` as ``type-create``, ``type-show``,
+``fence-show`` and ``fence-clear``. Credentials come from the usual
+``OS_*`` environment variables (keystoneauth1); fence commands need an
+admin.
+"""
+
+import argparse
+import os
+import sys
+from typing import Any, Callable, Optional
+
+from cinderclient import client as cinder_client
+from keystoneauth1 import loading
+from keystoneauth1 import session as ks_session
+
+from cinder_ext import extra_specs
+from os_brick_cas import fence
+from os_brick_cas import modes
+
+#: builds a keystoneauth1 session; tests replace it
+session_factory: Callable[[], Any] = None  # type: ignore[assignment]
+
+
+def _env_session() -> ks_session.Session:
+    loader = loading.get_plugin_loader(os.environ.get('OS_AUTH_TYPE',
+                                                      'password'))
+    options = {opt.dest: os.environ.get('OS_' + opt.dest.upper())
+               for opt in loader.get_options()}
+    auth = loader.load_from_options(**{k: v for k, v in options.items()
+                                       if v is not None})
+    return ks_session.Session(auth=auth)
+
+
+def cinder(session: Optional[Any] = None) -> Any:
+    """A cinderclient v3 client on *session* (default: from OS_* env)."""
+    factory = session_factory or _env_session
+    return cinder_client.Client('3', session=session or factory())
+
+
+def type_specs(mode: str, backend: Optional[str]) -> dict[str, str]:
+    """The extra specs of a cache-mode volume type (validated)."""
+    specs = {extra_specs.CACHEABLE: extra_specs.TRUE,
+             extra_specs.CACHE_MODE: mode}
+    if backend:
+        specs['volume_backend_name'] = backend
+    extra_specs.validate(specs)
+    return specs
+
+
+def _find_type(client: Any, name: str) -> Any:
+    for volume_type in client.volume_types.list(is_public=None):
+        if volume_type.name == name:
+            return volume_type
+    raise SystemExit('volume type %r not found' % name)
+
+
+def type_create(args: argparse.Namespace) -> int:
+    try:
+        specs = type_specs(args.mode, args.backend)
+    except extra_specs.ExtraSpecError as exc:
+        print('refused: %s' % exc, file=sys.stderr)
+        return 1
+    client = cinder()
+    volume_type = client.volume_types.create(
+        args.name, description='Open CAS %s cache on the compute host'
+        % args.mode, is_public=not args.private)
+    volume_type.set_keys(specs)
+    print('created volume type %s (%s) with %s' % (
+        args.name, volume_type.id, ', '.join(
+            '%s=%s' % item for item in sorted(specs.items()))))
+    return 0
+
+
+def type_show(args: argparse.Namespace) -> int:
+    volume_type = _find_type(cinder(), args.name)
+    specs = volume_type.get_keys()
+    for key, value in sorted(specs.items()):
+        print('%s = %s' % (key, value))
+    try:
+        spec = extra_specs.validate(specs)
+    except extra_specs.ExtraSpecError as exc:
+        print('INVALID: %s' % exc)
+        return 1
+    print('cache: %s' % (('mode %s%s' % (
+        spec.mode, ' (holds dirty data on the host)'
+        if spec.holds_dirty_data else '')) if spec.cacheable else 'none'))
+    return 0
+
+
+def fence_show(args: argparse.Namespace) -> int:
+    host = fence.FenceClient(cinder()).get(args.volume)
+    print('volume %s: %s' % (args.volume, 'fenced by host %s' % host if host
+                             else 'not fenced'))
+    return 0
+
+
+def fence_clear(args: argparse.Namespace) -> int:
+    client = fence.FenceClient(cinder())
+    host = client.get(args.volume)
+    if not host:
+        print('volume %s is not fenced; nothing to do' % args.volume)
+        return 0
+    if not args.host_lost:
+        print('volume %s is fenced by host %s, whose Open CAS cache may hold '
+              'writes that Ceph does not have. Detach it cleanly on %s. Only '
+              'if that host is lost for good (its cached writes with it), '
+              'rerun with --host-lost.' % (args.volume, host, host),
+              file=sys.stderr)
+        return 1
+    client.clear(args.volume)
+    print('fence of volume %s (host %s) cleared; writes cached only on %s '
+          'are lost' % (args.volume, host, host))
+    return 0
+
+
+def register_subcommands(subparsers: Any) -> None:
+    """Add type-create, type-show, fence-show, fence-clear."""
+    create = subparsers.add_parser(
+        'type-create', help='create a cache-mode volume type')
+    create.add_argument('name')
+    create.add_argument('--mode', required=True, choices=modes.ALL_MODES)
+    create.add_argument('--backend', help='volume_backend_name to pin')
+    create.add_argument('--private', action='store_true')
+    create.set_defaults(func=type_create)
+    show = subparsers.add_parser('type-show',
+                                 help='show and validate a volume type')
+    show.add_argument('name')
+    show.set_defaults(func=type_show)
+    fshow = subparsers.add_parser('fence-show',
+                                  help="show a volume's fence marker")
+    fshow.add_argument('volume')
+    fshow.set_defaults(func=fence_show)
+    fclear = subparsers.add_parser(
+        'fence-clear', help="clear a volume's fence marker (admin)")
+    fclear.add_argument('volume')
+    fclear.add_argument('--host-lost', action='store_true',
+                        help='confirm the fenced host and its cached '
+                             'writes are lost')
+    fclear.set_defaults(func=fence_clear)

@@ -1,0 +1,104 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The cinderclient-based operator commands, against Cinder's HTTP API.
+
+requests-mock answers at the HTTP layer; cinderclient, keystoneauth1 and
+the commands above them are real.
+"""
+
+import io
+import json
+from unittest import mock
+
+import fixtures
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+from requests_mock.contrib import fixture as rm_fixture
+import testtools
+
+from cinder_ext import admin
+from os_brick_cas.cmd import main as cli
+
+ENDPOINT = 'http://cinder.test/v3/project'
+VOLUME = '6d54cb90-a5d1-40d8-9cb2-c6adf43a02af'
+
+
+class AdminCommandsTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.http = self.useFixture(rm_fixture.Fixture())
+        self.useFixture(fixtures.MockPatchObject(
+            admin, 'session_factory', lambda: ks_session.Session(
+                auth=token_endpoint.Token(ENDPOINT, 'admin-token'))))
+        self.out = self.useFixture(fixtures.MockPatch(
+            'sys.stdout', new_callable=io.StringIO)).mock
+        self.err = self.useFixture(fixtures.MockPatch(
+            'sys.stderr', new_callable=io.StringIO)).mock
+
+    def run_cli(self, *argv: str) -> int:
+        return cli.main(list(argv))
+
+    def test_type_create_posts_type_and_specs(self):
+        self.http.post(ENDPOINT + '/types', json={'volume_type': {
+            'id': 'type-1', 'name': 'cas-wb', 'extra_specs': {}}})
+        keys = self.http.post(ENDPOINT + '/types/type-1/extra_specs',
+                              json={'extra_specs': {}})
+        self.assertEqual(0, self.run_cli('type-create', 'cas-wb', '--mode',
+                                         'wb', '--backend', 'ceph'))
+        self.assertEqual({'volume_type': {
+            'name': 'cas-wb', 'description': 'Open CAS wb cache on the '
+                                             'compute host',
+            'os-volume-type-access:is_public': True}},
+            json.loads(self.http.request_history[0].text))
+        self.assertEqual({'extra_specs': {
+            'cacheable': '<is> True', 'cas:cache_mode': 'wb',
+            'volume_backend_name': 'ceph'}}, keys.last_request.json())
+        self.assertEqual('admin-token',
+                         keys.last_request.headers['X-Auth-Token'])
+
+    def test_type_show_flags_invalid_specs(self):
+        self.http.get(ENDPOINT + '/types', json={'volume_types': [
+            {'id': 'type-2', 'name': 'broken', 'extra_specs': {}}]})
+        self.http.get(ENDPOINT + '/types/type-2/extra_specs', json={
+            'extra_specs': {'cas:cache_mode': 'wb'}})
+        self.assertEqual(1, self.run_cli('type-show', 'broken'))
+        self.assertIn("INVALID: Extra spec 'cas:cache_mode' needs "
+                      "'cacheable'", self.out.getvalue())
+
+    def test_fence_show(self):
+        self.http.get(ENDPOINT + '/volumes/' + VOLUME, json={'volume': {
+            'id': VOLUME, 'os-brick-cas:fence': 'compute-3'}})
+        self.assertEqual(0, self.run_cli('fence-show', VOLUME))
+        self.assertIn('fenced by host compute-3', self.out.getvalue())
+
+    def test_fence_clear_needs_confirmation(self):
+        self.http.get(ENDPOINT + '/volumes/' + VOLUME, json={'volume': {
+            'id': VOLUME, 'os-brick-cas:fence': 'compute-3'}})
+        action = self.http.post(ENDPOINT + '/volumes/%s/action' % VOLUME,
+                                status_code=202)
+        self.assertEqual(1, self.run_cli('fence-clear', VOLUME))
+        self.assertIn('--host-lost', self.err.getvalue())
+        self.assertFalse(action.called)
+        self.assertEqual(0, self.run_cli('fence-clear', VOLUME,
+                                         '--host-lost'))
+        self.assertEqual({'os-brick-cas-clear-fence': {}},
+                         action.last_request.json())
+
+    def test_refused_mode_is_not_sent(self):
+        with mock.patch.object(admin, 'type_specs',
+                               side_effect=admin.extra_specs.ExtraSpecError(
+                                   'nope')):
+            self.assertEqual(1, self.run_cli('type-create', 'x', '--mode',
+                                             'wt'))
+        self.assertEqual([], self.http.request_history)
