@@ -27,7 +27,7 @@ import re
 
 from cinder.api import extensions
 from cinder.api.openstack import wsgi
-from cinder import db
+from cinder.db import api as db
 from cinder import exception
 from cinder import volume as cinder_volume
 import webob

@@ -1,0 +1,90 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The fence marker API extension on cinder's API test base (real DB)."""
+
+from cinder.api.openstack import wsgi
+from cinder import context
+from cinder.db import api as db
+from cinder import objects
+from cinder.tests.unit.api import fakes
+from cinder.tests.unit import test
+from cinder.tests.unit import utils
+import webob
+
+from cinder_ext.api import fence
+from cinder_ext import guards
+
+
+class FenceExtensionTestCase(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.admin = context.get_admin_context()
+        self.volume = utils.create_volume(self.admin)
+        self.controller = fence.FenceController()
+
+    def request(self, admin=True):
+        return fakes.HTTPRequest.blank(
+            '/v3/%s/volumes/%s/action' % (fakes.FAKE_UUID, self.volume.id),
+            use_admin_context=admin)
+
+    def admin_metadata(self):
+        return db.volume_admin_metadata_get(self.admin, self.volume.id)
+
+    def test_set_and_clear(self):
+        response = self.controller._set_fence(
+            self.request(), self.volume.id,
+            {fence.SET_ACTION: {'host': 'compute-1'}})
+        self.assertEqual(202, response.status_int)
+        self.assertEqual('compute-1',
+                         self.admin_metadata()[guards.FENCE_KEY])
+        # the driver sees it on the volume object cinder hands it
+        volume = objects.Volume.get_by_id(self.admin, self.volume.id)
+        self.assertEqual('compute-1', guards.fence_host(volume))
+        self.controller._clear_fence(self.request(), self.volume.id,
+                                     {fence.CLEAR_ACTION: {}})
+        self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
+        # clearing twice is fine
+        self.controller._clear_fence(self.request(), self.volume.id,
+                                     {fence.CLEAR_ACTION: {}})
+
+    def test_owner_cannot_set_or_clear(self):
+        for action, body in ((self.controller._set_fence,
+                              {fence.SET_ACTION: {'host': 'x'}}),
+                             (self.controller._clear_fence,
+                              {fence.CLEAR_ACTION: {}})):
+            exc = self.assertRaises(webob.exc.HTTPForbidden, action,
+                                    self.request(admin=False),
+                                    self.volume.id, body)
+            self.assertIn('administrator', str(exc))
+        self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
+
+    def test_bad_host_refused(self):
+        for host in (None, '', 'a b', 'x;reboot', 42):
+            self.assertRaises(webob.exc.HTTPBadRequest,
+                              self.controller._set_fence, self.request(),
+                              self.volume.id, {fence.SET_ACTION: {
+                                  'host': host}})
+
+    def test_show_attribute_for_admins_only(self):
+        db.volume_admin_metadata_update(
+            self.admin, self.volume.id, {guards.FENCE_KEY: 'compute-9'},
+            False)
+        for admin, expected in ((True, 'compute-9'), (False, None)):
+            req = self.request(admin)
+            req.cache_db_volume(objects.Volume.get_by_id(self.admin,
+                                                         self.volume.id))
+            body = {'volume': {'id': self.volume.id}}
+            self.controller.show(req, wsgi.ResponseObject(body),
+                                 self.volume.id)
+            self.assertEqual(expected, body['volume'].get(fence.ATTRIBUTE))
