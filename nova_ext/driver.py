@@ -1,0 +1,155 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""LibvirtDriver subclass: the one place os-brick-cas hooks into nova.
+
+nova loads ``compute_driver`` as ``nova.virt.<value>``; ``os-brick-cas
+nova-shim install`` writes a two-line module ``nova/virt/
+os_brick_cas_libvirt.py`` importing this class, so nova.conf says::
+
+    [DEFAULT]
+    compute_driver = os_brick_cas_libvirt.CachedRBDLibvirtDriver
+
+Overridden: ``_get_volume_driver`` (connect, disconnect, get_config and
+extend all go through it), ``check_can_live_migrate_source`` (refuses
+dirty-capable volumes) and ``update_provider_tree`` (CUSTOM_OPENCAS_<MODE>
+traits). Start-up fails with a clear message if the installed nova lacks
+any of them.
+"""
+
+import inspect
+
+from nova import exception
+from nova.virt import driver as virt_driver
+from nova.virt.libvirt import driver as libvirt_driver
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_ext import opts
+from nova_ext import volume as cached_volume
+from os_brick_cas import cache as cas_cache
+from os_brick_cas import exception as cas_exception
+from os_brick_cas import volume as cas_volume
+
+LOG = logging.getLogger(__name__)
+CONF = cfg.CONF
+TRAIT_PREFIX = 'CUSTOM_OPENCAS_'
+
+#: nova methods overridden here, with the parameters this code relies on
+OVERRIDDEN = {
+    '_get_volume_driver': ['self', 'connection_info'],
+    'check_can_live_migrate_source': ['self', 'context', 'instance',
+                                      'dest_check_data',
+                                      'block_device_info'],
+    'update_provider_tree': ['self', 'provider_tree', 'nodename',
+                             'allocations'],
+}
+
+
+class IncompatibleNova(RuntimeError):
+    """The installed nova lacks a method os-brick-cas overrides."""
+
+
+def check_nova_compatibility(base=libvirt_driver.LibvirtDriver) -> None:
+    """Fail fast if *base* lacks a method (or parameter) we override."""
+    problems = []
+    for name, params in OVERRIDDEN.items():
+        method = getattr(base, name, None)
+        if method is None:
+            problems.append('%s is missing' % name)
+            continue
+        actual = list(inspect.signature(method).parameters)
+        if actual != params:
+            problems.append('%s(%s) is now %s(%s)' % (
+                name, ', '.join(params), name, ', '.join(actual)))
+    if problems:
+        raise IncompatibleNova(
+            'os-brick-cas cannot run on this nova: %s. Install an '
+            'os-brick-cas release made for this nova, or set compute_driver '
+            'back to libvirt.LibvirtDriver (cached volumes then attach '
+            'uncached).' % '; '.join(problems))
+
+
+def cached_rbd(connection_info) -> cas_volume.RBDVolume | None:
+    """The cacheable RBD volume described by *connection_info*, if any."""
+    if connection_info.get('driver_volume_type') != 'rbd':
+        return None
+    volume = cas_volume.from_connection_properties(
+        connection_info.get('data'))
+    return volume if volume.cacheable else None
+
+
+class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
+    """nova's libvirt driver with Open CAS caching of cacheable RBD volumes."""
+
+    def __init__(self, virtapi, read_only=False):
+        check_nova_compatibility()
+        super().__init__(virtapi, read_only)
+        self._cached_rbd_driver = None
+
+    def _cached_rbd_volume_driver(self):
+        if self._cached_rbd_driver is None:
+            self._cached_rbd_driver = (
+                cached_volume.LibvirtCachedRBDVolumeDriver(self._host))
+        return self._cached_rbd_driver
+
+    def _get_volume_driver(self, connection_info):
+        if CONF[opts.GROUP].enabled and cached_rbd(connection_info):
+            return self._cached_rbd_volume_driver()
+        return super()._get_volume_driver(connection_info)
+
+    def check_can_live_migrate_source(self, context, instance,
+                                      dest_check_data,
+                                      block_device_info=None):
+        if CONF[opts.GROUP].enabled:
+            for bdm in virt_driver.block_device_info_get_mapping(
+                    block_device_info):
+                volume = cached_rbd(bdm.get('connection_info') or {})
+                if volume and volume.mode.holds_dirty_data:
+                    raise exception.MigrationPreCheckError(reason=(
+                        'volume %s is cached on this host in Open CAS mode '
+                        '%s, which can hold writes Ceph does not have yet; '
+                        'it cannot be live-migrated. Cold-migrate the '
+                        'server (the detach flushes the cache), or retype '
+                        'the volume to a write-through type while it is '
+                        'detached.' % (volume.volume_id, volume.mode.value)))
+        return super().check_can_live_migrate_source(
+            context, instance, dest_check_data, block_device_info)
+
+    def update_provider_tree(self, provider_tree, nodename, allocations=None):
+        super().update_provider_tree(provider_tree, nodename, allocations)
+        if not CONF[opts.GROUP].enabled:
+            return
+        offered = set(self._usable_cache_traits())
+        stale = {trait for trait in provider_tree.data(nodename).traits
+                 if trait.startswith(TRAIT_PREFIX)} - offered
+        if stale:
+            provider_tree.remove_traits(nodename, *stale)
+        if offered:
+            provider_tree.add_traits(nodename, *offered)
+
+    def _usable_cache_traits(self) -> list[str]:
+        """CUSTOM_OPENCAS_<MODE> for each mode this host can serve now."""
+        volume_cache = cas_cache.VolumeCache()
+        try:
+            caches = volume_cache.list_caches()
+            policy = volume_cache.policy
+        except cas_exception.CasError as exc:
+            LOG.warning('Open CAS unusable, reporting no cache traits: %s',
+                        exc)
+            return []
+        broken = policy.problems(caches)
+        for mode, problem in broken.items():
+            LOG.warning('Cache mode %(mode)s not offered: %(why)s',
+                        {'mode': mode.value, 'why': problem})
+        return sorted(TRAIT_PREFIX + mode.value.upper()
+                      for mode in policy.offered_modes if mode not in broken)

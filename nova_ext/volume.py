@@ -1,0 +1,135 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Libvirt volume driver for cacheable RBD volumes.
+
+connect: krbd + Open CAS through :class:`os_brick_cas.connector.
+CachedRBDConnector`, the exported ``/dev/casX-Y`` goes to
+``connection_info['data']['device_path']``; get_config: a block disk on
+that path (nova's _set_cache_mode then gives it the cache/io settings of
+every block volume). Encryptors attach after connect, on top of the CAS
+device, so the SSD only ever holds ciphertext.
+"""
+
+import nova.conf
+from nova import exception as nova_exception
+from nova import utils as nova_utils
+from nova.virt.libvirt.volume import net
+from nova.virt.libvirt.volume import volume as libvirt_volume
+from oslo_log import log as logging
+
+from nova_ext import fence
+from nova_ext import opts
+from os_brick_cas import connector as cas_connector
+from os_brick_cas import exception as cas_exception
+from os_brick_cas import volume as cas_volume
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+
+#: errors that mean "this host has no usable cache for the volume"
+NO_CACHE_ERRORS = (cas_exception.CasadmNotFound,
+                   cas_exception.CasModuleNotLoaded,
+                   cas_exception.NoCacheForMode,
+                   cas_exception.CacheNotFound,
+                   cas_exception.CacheNotRunning)
+
+
+class VolumeFenced(nova_exception.Invalid):
+    msg_fmt = ('Volume %(volume)s may still hold write-back data in the '
+               'Open CAS cache of host %(fenced)s, so it cannot be attached '
+               'on %(host)s. Detach it cleanly on %(fenced)s; only if that '
+               'host is lost for good, clear the marker knowingly with '
+               "'os-brick-cas fence-clear %(volume)s --host-lost'.")
+
+
+class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
+    """Cacheable RBD volumes as Open CAS block disks."""
+
+    def __init__(self, host, connector=None):
+        super().__init__(host, is_block_dev=True)
+        self.connector = connector or cas_connector.CachedRBDConnector(
+            nova_utils.get_root_helper())
+        self.net_driver = net.LibvirtNetVolumeDriver(host)
+
+    @staticmethod
+    def cached_path(connection_info) -> str | None:
+        path = connection_info['data'].get('device_path')
+        return path if path and path.startswith('/dev/') else None
+
+    def get_config(self, connection_info, disk_info):
+        """Block disk on the CAS device; network disk if attached uncached.
+
+        Works from connection_info alone: during live migration the source
+        builds the destination's XML from what the destination stored.
+        """
+        path = self.cached_path(connection_info)
+        if path is None:
+            return self.net_driver.get_config(connection_info, disk_info)
+        conf = super().get_config(connection_info, disk_info)
+        conf.source_type = 'block'
+        conf.source_path = path
+        return conf
+
+    def _fence_check_and_set(self, volume: cas_volume.RBDVolume) -> bool:
+        """Refuse if fenced by another host; record this host. True if set."""
+        if not (CONF[opts.GROUP].use_fence_marker and
+                volume.mode.holds_dirty_data):
+            return False
+        client = fence.client()
+        fenced_by = client.get(volume.volume_id)
+        if fenced_by and fenced_by != CONF.host:
+            raise VolumeFenced(volume=volume.volume_id, fenced=fenced_by,
+                               host=CONF.host)
+        if fenced_by != CONF.host:
+            client.set(volume.volume_id, CONF.host)
+        return True
+
+    def connect_volume(self, connection_info, instance):
+        data = connection_info['data']
+        volume = cas_volume.from_connection_properties(data)
+        fenced_here = self._fence_check_and_set(volume)
+        try:
+            device_info = self.connector.connect_volume(data)
+        except NO_CACHE_ERRORS as exc:
+            if (CONF[opts.GROUP].no_cache_action == opts.NO_CACHE_FAIL or
+                    fenced_here):
+                raise
+            LOG.warning('No usable Open CAS cache for volume %(vol)s '
+                        '(%(err)s); attaching it uncached as a librbd '
+                        'network disk.', {'vol': volume.label, 'err': exc},
+                        instance=instance)
+            data.pop('device_path', None)
+            return
+        data['device_path'] = device_info['path']
+        LOG.info('Volume %(vol)s attached through Open CAS as %(path)s',
+                 {'vol': volume.label, 'path': device_info['path']},
+                 instance=instance)
+
+    def disconnect_volume(self, connection_info, instance, force=False):
+        data = connection_info['data']
+        volume = cas_volume.from_connection_properties(data)
+        # raises, leaving everything in place, if dirty data could be lost
+        self.connector.disconnect_volume(data, None, force=force)
+        if CONF[opts.GROUP].use_fence_marker and volume.mode and \
+                volume.mode.holds_dirty_data:
+            try:
+                fence.client().clear(volume.volume_id)
+            except Exception:
+                LOG.exception('Volume %s was flushed and detached, but its '
+                              'fence marker could not be cleared; clear it '
+                              'with os-brick-cas fence-clear before '
+                              'attaching it on another host.', volume.label,
+                              instance=instance)
+
+    def extend_volume(self, connection_info, instance, requested_size):
+        return self.connector.extend_volume(connection_info['data'])
