@@ -78,6 +78,9 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         conf = super().get_config(connection_info, disk_info)
         conf.source_type = 'block'
         conf.source_path = path
+        # as nova's other block-device volume drivers (iscsi, fc) do
+        if not CONF.libvirt.use_default_aio_mode_for_volumes:
+            conf.driver_io = 'native'
         return conf
 
     def _fence_check_and_set(self, volume: cas_volume.RBDVolume) -> bool:

@@ -1,0 +1,185 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""nova 34's real compute manager on its fake libvirt, simulator below.
+
+The os-brick-cas driver is loaded the way a deployment loads it: through
+the ``nova.virt.os_brick_cas_libvirt`` shim module named in
+``compute_driver``. casadm and rbd are the host simulator's stand-ins;
+Cinder is nova's CinderFixture plus a fake fence endpoint at the HTTP
+layer (requests-mock mounted only on its own URL).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import fixtures
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.tests.functional.libvirt import base
+import os_brick.privileged
+import requests
+import requests_mock
+
+from nova_ext import cmd as nova_cmd
+from nova_ext import driver as nova_driver
+from os_brick_cas import casadm
+import os_brick_cas.privileged
+from os_brick_cas.simulator import fixture as sim_fixture
+
+CINDER = 'http://cinder.fake/v3/project'
+CACHES = {1: 'wt', 2: 'wb'}
+
+
+class FakeFenceCinder(object):
+    """Cinder's volume show + fence actions, as requests-mock callbacks."""
+
+    def __init__(self):
+        self.fences: dict[str, str] = {}
+        self.adapter = requests_mock.Adapter()
+        self.adapter.register_uri(
+            'GET', re.compile(CINDER + '/volumes/[^/]+$'), json=self._show)
+        self.adapter.register_uri(
+            'POST', re.compile(CINDER + '/volumes/[^/]+/action$'),
+            status_code=202, text=self._action)
+
+    def _show(self, request, context):
+        volume_id = request.path.rstrip('/').split('/')[-1]
+        return {'volume': {'id': volume_id,
+                           'os-brick-cas:fence': self.fences.get(volume_id)}}
+
+    def _action(self, request, context):
+        volume_id = request.path.split('/')[-2]
+        body = request.json()
+        if 'os-brick-cas-set-fence' in body:
+            self.fences[volume_id] = body['os-brick-cas-set-fence']['host']
+        elif 'os-brick-cas-clear-fence' in body:
+            self.fences.pop(volume_id, None)
+        return ''
+
+    def client(self):
+        from cinderclient import client as cinder_client
+        http = requests.Session()
+        http.mount('http://cinder.fake/', self.adapter)
+        session = ks_session.Session(
+            session=http, auth=token_endpoint.Token(CINDER, 'admin'))
+        return cinder_client.Client('3', session=session)
+
+
+class CachedVolumeTestBase(base.ServersTestBase):
+
+    microversion = 'latest'
+    #: volume id -> connection_info the Cinder fixture hands out
+    connection_info: dict = {}
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest('the host simulator creates /dev entries: root')
+        # the shim nova-shim install would write into nova/virt/
+        shim = 'nova.virt.' + nova_cmd.SHIM_MODULE
+        sys.modules[shim] = nova_driver
+        self.addCleanup(sys.modules.pop, shim, None)
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.CinderFixture.VOLUME_CONNECTION_INFO',
+            dict(nova_fixtures.CinderFixture.VOLUME_CONNECTION_INFO,
+                 **self.connection_info)))
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.host = self.useFixture(sim_fixture.SimulatedHost(caches=CACHES))
+        self.opencas_conf = os.path.join(self.tmp, 'opencas.conf')
+        with open(self.opencas_conf, 'w') as conf_file:
+            conf_file.write('version=19.3.0\n[caches]\n'
+                            '1\t/dev/disk/by-id/nvme-a-part1\tWT\n'
+                            '2\t/dev/disk/by-id/nvme-a-part2\tWB\n'
+                            '[cores]\n')
+        self.host.set_opencas_conf(self.opencas_conf)
+        self.flags(enabled=True, group='os_brick_cas_nova')
+        self.flags(cache_instances={'wt': '1', 'wb': '2'},
+                   opencas_conf=self.opencas_conf, lock_path=self.tmp,
+                   flush_timeout=5, group='os_brick_cas')
+        self.flags(device_detach_timeout=1, group='libvirt')
+        for context in (os_brick_cas.privileged.default,
+                        os_brick.privileged.default):
+            context.set_client_mode(False)
+            self.addCleanup(context.set_client_mode, True)
+        self.cinder = FakeFenceCinder()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.fence.client_factory', self.cinder.client))
+        self.attach_xml: list[str] = []
+        original = fakelibvirt.Domain.attachDeviceFlags
+
+        def capture(domain, xml, flags):
+            self.attach_xml.append(xml)
+            return original(domain, xml, flags)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.attachDeviceFlags', capture))
+        for name in self.by_id_links():
+            self.addCleanup(self._unlink, name)
+        self.addCleanup(self._remove_stray_links)
+
+    def _setup_services(self):
+        self.flags(api_paste_config=os.path.join(
+            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
+        super()._setup_services()
+
+    def _setup_compute_service(self):
+        self.flags(compute_driver=nova_cmd.COMPUTE_DRIVER)
+
+    @staticmethod
+    def rbd_info(image: str, mode: str | None) -> dict:
+        data = {'name': 'volumes/%s' % image, 'hosts': ['127.0.0.1'],
+                'ports': ['6789'], 'auth_enabled': False,
+                'auth_username': 'cinder', 'cluster_name': 'ceph',
+                'secret_type': 'ceph', 'secret_uuid': None,
+                'volume_id': image.replace('volume-', ''), 'discard': True}
+        if mode:
+            data.update(cacheable=True, cache_mode=mode)
+        return {'driver_volume_type': 'rbd', 'data': data}
+
+    # -- the simulated host, through its own tools -------------------------
+    def _tool(self, *argv: str) -> str:
+        return subprocess.run(list(argv), check=True, capture_output=True,
+                              text=True).stdout
+
+    def cores(self) -> list[casadm.Core]:
+        return [core for cache in casadm.parse_list(self._tool(
+            'casadm', '-L', '-o', 'csv', '-b')) for core in cache.cores]
+
+    def mappings(self) -> list[dict]:
+        return json.loads(self._tool('rbd', 'showmapped', '--format=json'))
+
+    @staticmethod
+    def by_id_links() -> list[str]:
+        directory = '/dev/disk/by-id'
+        return sorted(n for n in os.listdir(directory)
+                      if n.startswith('rbd-volumes-')) if os.path.isdir(
+            directory) else []
+
+    @staticmethod
+    def _unlink(name: str) -> None:
+        path = os.path.join('/dev/disk/by-id', name)
+        if os.path.islink(path):
+            os.unlink(path)
+
+    def _remove_stray_links(self) -> None:
+        for name in self.by_id_links():
+            self._unlink(name)
+
+    def detach(self, server: dict, volume_id: str) -> None:
+        self.api.delete_server_volume(server['id'], volume_id)
+        self._wait_for_volume_detach(server['id'], volume_id)

@@ -1,0 +1,135 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Boot, attach per cache mode, detach, refuse — through nova's manager."""
+
+import uuid
+
+from nova.tests.functional.api import client
+
+from tests.nova.functional import base
+
+WT_VOL = str(uuid.UUID(int=0xca5e1))
+WB_VOL = str(uuid.UUID(int=0xca5e2))
+PLAIN_VOL = str(uuid.UUID(int=0xca5e3))
+
+
+class CachedVolumeAttachTestCase(base.CachedVolumeTestBase):
+
+    def setUp(self):
+        self.connection_info = {
+            WT_VOL: self.rbd_info('volume-' + WT_VOL, 'wt'),
+            WB_VOL: self.rbd_info('volume-' + WB_VOL, 'wb'),
+            PLAIN_VOL: self.rbd_info('volume-' + PLAIN_VOL, None),
+        }
+        super().setUp()
+        for volume_id in (WT_VOL, WB_VOL, PLAIN_VOL):
+            self.host.create_image('volumes', 'volume-' + volume_id, 16)
+        self.start_compute('compute1')
+        self.server = self._create_server(networks='none')
+
+    def attached_disk_xml(self, needle: str) -> str:
+        found = [xml for xml in self.attach_xml if needle in xml]
+        self.assertEqual(1, len(found), self.attach_xml)
+        return found[0]
+
+    def test_attach_per_mode_and_plain_then_detach(self):
+        for volume_id in (WT_VOL, WB_VOL, PLAIN_VOL):
+            self._attach_volume(self.server, volume_id)
+        cores = {core.device: core for core in self.cores()}
+        self.assertEqual(2, len(cores))
+        wt = cores['/dev/disk/by-id/rbd-volumes-volume-' + WT_VOL]
+        wb = cores['/dev/disk/by-id/rbd-volumes-volume-' + WB_VOL]
+        self.assertEqual((1, 2), (wt.cache_id, wb.cache_id))
+        for core in (wt, wb):
+            xml = self.attached_disk_xml(core.exported)
+            self.assertIn('<disk type="block" device="disk">', xml)
+            self.assertIn('<source dev="%s"/>' % core.exported, xml)
+            self.assertIn('cache="none"', xml)
+            self.assertIn('io="native"', xml)
+            self.assertIn('discard="unmap"', xml)
+        plain = self.attached_disk_xml('volume-' + PLAIN_VOL)
+        self.assertIn('<disk type="network" device="disk">', plain)
+        self.assertIn('protocol="rbd"', plain)
+        self.assertIn('name="volumes/volume-%s"' % PLAIN_VOL, plain)
+        # only the cached volumes are mapped through krbd
+        self.assertEqual(2, len(self.mappings()))
+        # the write-back volume is fenced to this host while attached
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+        self.host.set_dirty(wb.cache_id, wb.core_id, 32)
+
+        for volume_id in (WT_VOL, WB_VOL, PLAIN_VOL):
+            self.detach(self.server, volume_id)
+        self.assertEqual([], self.cores())
+        self.assertEqual([], self.mappings())
+        self.assertEqual([], self.by_id_links())
+        self.assertEqual({}, self.cinder.fences)
+        flushes = self.host.calls(verb='flush-core')
+        self.assertEqual(1, len(flushes))
+
+    def test_write_back_volume_fenced_by_another_host_is_refused(self):
+        self.cinder.fences[WB_VOL] = 'compute-lost'
+        # the functional fixtures turn the compute cast into a call, so the
+        # refusal surfaces at the API; in a cloud it is an instance fault
+        exc = self.assertRaises(
+            client.OpenStackApiException, self.api.post_server_volume,
+            self.server['id'], {'volumeAttachment': {'volumeId': WB_VOL}})
+        self.assertIn('VolumeFenced', str(exc))
+        self.assertEqual({WB_VOL: 'compute-lost'}, self.cinder.fences)
+        self.assertEqual([], self.cores())
+        self.assertEqual([], self.mappings())
+        # the operator clears the fence knowingly; the attach then works
+        del self.cinder.fences[WB_VOL]
+        self._attach_volume(self.server, WB_VOL)
+        self.assertEqual(1, len(self.cores()))
+        self.detach(self.server, WB_VOL)
+        self.assertEqual([], self.cores())
+
+    def test_hard_reboot_reattaches_same_cache_device(self):
+        self._attach_volume(self.server, WB_VOL)
+        [before] = self.cores()
+        self.api.post_server_action(self.server['id'],
+                                    {'reboot': {'type': 'HARD'}})
+        self._wait_for_state_change(self.server, 'ACTIVE')
+        [after] = self.cores()
+        self.assertEqual((before.cache_id, before.core_id, before.exported),
+                         (after.cache_id, after.core_id, after.exported))
+        self.detach(self.server, WB_VOL)
+
+    def test_traits_per_offered_mode(self):
+        traits = self._get_provider_traits(self.compute_rp_uuids['compute1'])
+        self.assertIn('CUSTOM_OPENCAS_WT', traits)
+        self.assertIn('CUSTOM_OPENCAS_WB', traits)
+
+    def test_write_back_live_migration_refused_at_pre_check(self):
+        self.start_compute('compute2')
+        # two computes share one CONF in this process; nova's detach and
+        # the fence marker read CONF.host, which must name the source
+        self.flags(host='compute1')
+        self._attach_volume(self.server, WB_VOL)
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+        # cast-as-call in the fixtures: the conductor's NoValidHost
+        # (raised for the failed pre-check) reaches the API directly
+        self.assertRaises(
+            client.OpenStackApiException, self.admin_api.post_server_action,
+            self.server['id'], {'os-migrateLive': {
+                'host': 'compute2', 'block_migration': 'auto'}})
+        self.assertIn('volume %s is cached on this host in Open CAS mode wb'
+                      % WB_VOL, self.stdlog.logger.output)
+        self.assertIn('Cold-migrate the server', self.stdlog.logger.output)
+        [migration] = self.admin_api.get_migrations()
+        self.assertEqual('error', migration['status'])
+        server = self._wait_for_state_change(self.server, 'ACTIVE')
+        self.assertEqual('compute1', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(1, len(self.cores()))
+        self.detach(self.server, WB_VOL)
+        self.assertEqual([], self.cores())
