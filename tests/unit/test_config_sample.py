@@ -18,11 +18,13 @@ import fixtures
 from oslo_config import generator
 import testtools
 
+from nova_ext import opts as nova_opts
 from os_brick_cas import opts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-SAMPLES = {'os-brick-cas.conf': 'os-brick-cas.conf.sample'}
+SAMPLES = {'os-brick-cas.conf': 'os-brick-cas.conf.sample',
+           'nova-os-brick-cas.conf': 'nova-os-brick-cas.conf.sample'}
 
 
 class ConfigSampleTestCase(testtools.TestCase):
@@ -41,7 +43,7 @@ class ConfigSampleTestCase(testtools.TestCase):
                     'etc/%s is stale: run tox -e genconfig' % sample)
 
     def test_every_option_has_help(self):
-        for group, options in opts.list_opts():
+        for group, options in opts.list_opts() + nova_opts.list_opts():
             for option in options:
                 self.assertTrue(option.help and len(option.help) > 20,
                                 '[%s] %s has no useful help' % (
