@@ -233,7 +233,7 @@ class VolumeCache(object):
                                  'vol': volume})
             return self.casadm.try_add_core(core.cache_id, core.core_id,
                                             core.device)
-        raise exception.DirtyDataPresent(
+        raise exception.InactiveCoreDeviceMissing(
             action='remove the inactive core of volume %s (its device %s is '
                    'not present; attach the volume again so the data can be '
                    'flushed)' % (volume, core.device),

@@ -89,6 +89,17 @@ class CachedRBDConnector(rbd.RBDConnector):
                       cache_mode=cached.mode.value)
         return result
 
+    def _map_for_flush(self, volume: volume_mod.RBDVolume,
+                       props: dict[str, Any]) -> dict[str, Any]:
+        """krbd-map *volume* and link it where its inactive core expects."""
+        rbd_path = self.get_rbd_device_name(volume.pool, volume.image)
+        device_info = self._local_attach_volume(props)
+        if devlinks.resolve(rbd_path) is None:
+            raise brick_exception.VolumeDeviceNotFound(device=rbd_path)
+        devlinks.ensure_link(devlinks.by_id_link(volume.pool, volume.image),
+                             rbd_path, volume.image, in_use=True)
+        return device_info
+
     def _rollback(self, volume: volume_mod.RBDVolume, props: dict[str, Any],
                   device_info: dict[str, Any], was_mapped: bool,
                   created_link: Optional[str]) -> None:
@@ -131,7 +142,23 @@ class CachedRBDConnector(rbd.RBDConnector):
         volume = volume_mod.from_connection_properties(connection_properties)
         with locks.volume_lock(volume.pool, volume.image):
             link = devlinks.by_id_link(volume.pool, volume.image)
-            removed = self.volume_cache.detach(link, volume.label)
+            try:
+                removed = self.volume_cache.detach(link, volume.label)
+            except exception.InactiveCoreDeviceMissing as stranded:
+                # e.g. after a host reboot: map the volume so the core can
+                # be re-activated and its dirty data flushed to Ceph
+                LOG.info('Volume %s has dirty data in an inactive Open CAS '
+                         'core; mapping it to flush that data before the '
+                         'detach.', volume.label)
+                try:
+                    device_info = self._map_for_flush(volume,
+                                                      connection_properties)
+                except Exception as exc:
+                    LOG.error('Could not map volume %(vol)s to flush its '
+                              'inactive core: %(err)s', {
+                                  'vol': volume.label, 'err': exc})
+                    raise stranded from exc
+                removed = self.volume_cache.detach(link, volume.label)
             unmapped = self._unmap(connection_properties, device_info)
             devlinks.remove_link(link)
             if not (removed or unmapped):

@@ -107,6 +107,14 @@ class DirtyDataPresent(CasError):
                "...') and retry; nothing was removed.")
 
 
+class InactiveCoreDeviceMissing(DirtyDataPresent):
+    """An inactive core holds dirty data and its RBD device is not mapped.
+
+    The connector maps the volume again so the core can be re-activated
+    and flushed; raised to the caller only if that is not possible.
+    """
+
+
 class FlushFailed(CasError):
     message = ("Flushing core %(core)s of cache instance %(cache_id)s failed: "
                "%(detail)s. The core, its dirty data and the RBD mapping "

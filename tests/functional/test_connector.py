@@ -200,20 +200,46 @@ class ReattachAfterRebootTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(props, info)
         self.assert_clean_host()
 
-    def test_detach_after_reboot_without_reattach_keeps_dirty_core(self):
+    def test_detach_after_reboot_without_reattach_flushes_first(self):
         image = self.image('volume-stranded')
         props = self.props(image, 'wb')
         self.connector.connect_volume(props)
         [core] = self.cores()
         self.host.set_dirty(core.cache_id, core.core_id, 5)
         self.host.reboot()
-        exc = self.assertRaises(exception.DirtyDataPresent,
+        # the detach maps the volume so the inactive core can be
+        # re-activated and its dirty data flushed before it is removed
+        self.connector.disconnect_volume(props, None)
+        self.assertEqual(1, len(self.host.calls(verb='try-add')))
+        self.assertEqual(5, self.host.state()['flushed_blocks'])
+        self.assertFalse(opencas_conf.read(self.opencas_conf).lists_core(
+            core.cache_id, core.core_id))
+        self.assert_clean_host()
+
+    def test_detach_after_reboot_keeps_dirty_core_if_volume_cannot_map(self):
+        image = self.image('volume-stranded')
+        props = self.props(image, 'wb')
+        self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 5)
+        self.host.reboot()
+        self.host.inject_fault('map', exit_code=110, stderr=(
+            'rbd: sysfs write failed\nrbd: map failed: (110) Connection '
+            'timed out\n'))
+        exc = self.assertRaises(exception.InactiveCoreDeviceMissing,
                                 self.connector.disconnect_volume, props, None)
         self.assertIn('attach the volume again', str(exc))
+        self.assertIn('5 dirty', str(exc))
         [kept] = self.cores()
+        self.assertFalse(kept.active)
         self.assertEqual(5, self.dirty(kept))
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
         self.assertTrue(opencas_conf.read(self.opencas_conf).lists_core(
             core.cache_id, core.core_id))
+        # once Ceph is reachable again the detach completes, data flushed
+        self.connector.disconnect_volume(props, None)
+        self.assertEqual(5, self.host.state()['flushed_blocks'])
+        self.assert_clean_host()
 
     def test_write_through_core_is_reactivated_after_reboot(self):
         # a loaded cache keeps every core in its metadata, whatever the mode
