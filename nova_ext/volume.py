@@ -26,6 +26,7 @@ from nova import utils as nova_utils
 from nova.virt.libvirt.volume import net
 from nova.virt.libvirt.volume import volume as libvirt_volume
 from oslo_log import log as logging
+from oslo_utils import excutils
 
 from nova_ext import fence
 from nova_ext import opts
@@ -42,6 +43,10 @@ NO_CACHE_ERRORS = (cas_exception.CasadmNotFound,
                    cas_exception.NoCacheForMode,
                    cas_exception.CacheNotFound,
                    cas_exception.CacheNotRunning)
+
+FENCE_UNUSED = 'unused'
+FENCE_SET = 'set'
+FENCE_HELD = 'held'
 
 
 class VolumeFenced(nova_exception.Invalid):
@@ -83,29 +88,38 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             conf.driver_io = 'native'
         return conf
 
-    def _fence_check_and_set(self, volume: cas_volume.RBDVolume) -> bool:
-        """Refuse if fenced by another host; record this host. True if set."""
+    def _fence_check_and_set(self, volume: cas_volume.RBDVolume) -> str:
+        """Refuse if fenced by another host, else fence it to this host.
+
+        Returns FENCE_SET if this call set the marker, FENCE_HELD if it
+        already named this host (its newest writes may be in this host's
+        cache, e.g. an inactive core after a reboot), FENCE_UNUSED if the
+        volume's mode needs no marker.
+        """
         if not (CONF[opts.GROUP].use_fence_marker and
                 volume.mode.holds_dirty_data):
-            return False
+            return FENCE_UNUSED
         client = fence.client()
         fenced_by = client.get(volume.volume_id)
         if fenced_by and fenced_by != CONF.host:
             raise VolumeFenced(volume=volume.volume_id, fenced=fenced_by,
                                host=CONF.host)
-        if fenced_by != CONF.host:
-            client.set(volume.volume_id, CONF.host)
-        return True
+        if fenced_by == CONF.host:
+            return FENCE_HELD
+        client.set(volume.volume_id, CONF.host)
+        return FENCE_SET
 
     def connect_volume(self, connection_info, instance):
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
-        fenced_here = self._fence_check_and_set(volume)
+        fence_state = self._fence_check_and_set(volume)
         try:
             device_info = self.connector.connect_volume(data)
         except NO_CACHE_ERRORS as exc:
+            # the connector rolled back: nothing of this volume is cached
+            self._undo_fence(volume, fence_state)
             if (CONF[opts.GROUP].no_cache_action == opts.NO_CACHE_FAIL or
-                    fenced_here):
+                    fence_state == FENCE_HELD):
                 raise
             LOG.warning('No usable Open CAS cache for volume %(vol)s '
                         '(%(err)s); attaching it uncached as a librbd '
@@ -113,10 +127,27 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
                         instance=instance)
             data.pop('device_path', None)
             return
+        except Exception:
+            with excutils.save_and_reraise_exception():
+                self._undo_fence(volume, fence_state)
         data['device_path'] = device_info['path']
         LOG.info('Volume %(vol)s attached through Open CAS as %(path)s',
                  {'vol': volume.label, 'path': device_info['path']},
                  instance=instance)
+
+    @staticmethod
+    def _undo_fence(volume: cas_volume.RBDVolume, fence_state: str) -> None:
+        """Clear a marker this attach set before it failed."""
+        if fence_state != FENCE_SET:
+            return
+        try:
+            fence.client().clear(volume.volume_id)
+        except Exception:
+            LOG.exception('Could not clear the fence marker of volume %s '
+                          'after its attach failed; clear it with '
+                          '"os-brick-cas fence-clear %s" (nothing of it is '
+                          'cached on this host).', volume.label,
+                          volume.volume_id)
 
     def disconnect_volume(self, connection_info, instance, force=False):
         data = connection_info['data']

@@ -178,7 +178,7 @@ def add_core(state: dict[str, Any], args: dict[str, Any]) -> Reply:
         if str(core_id) in cache['cores']:
             raise Reply(1, '', '%s\nCore id already used\n' % operation)
     else:
-        core_id = 1
+        core_id = state.get('device_offset', 0) + 1
         while str(core_id) in cache['cores']:
             core_id += 1
     core = {'device': path, 'resolved': resolved, 'status': 'Active',
@@ -225,6 +225,8 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
         core = state['caches'][str(cache_id)]['cores'].get(str(core_id))
         if core is not None:
             core['clean'] += core['dirty']
+            state['flushed_blocks'] = state.get('flushed_blocks', 0) + \
+                core['dirty']
             core['dirty'] = 0
 
 

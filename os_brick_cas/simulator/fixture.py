@@ -28,19 +28,21 @@ class SimulatedHost(fixtures.Fixture, host.SimulatedHostControl):
 
     def __init__(self, caches: Optional[dict[int, str]] = None,
                  udev_by_id: bool = False, rbd_backend: str = 'file',
-                 state_dir: Optional[str] = None):
+                 state_dir: Optional[str] = None, device_offset: int = 0):
         fixtures.Fixture.__init__(self)
         self._caches = caches if caches is not None else {1: 'wt', 2: 'wb'}
         self._udev_by_id = udev_by_id
         self._rbd_backend = rbd_backend
         self._state_dir = state_dir
+        self._device_offset = device_offset
 
     def _setUp(self) -> None:
         directory = self._state_dir or self.useFixture(
             fixtures.TempDir()).path
         host.SimulatedHostControl.__init__(self, directory)
         self.init(self._caches, udev_by_id=self._udev_by_id,
-                  rbd_backend=self._rbd_backend)
+                  rbd_backend=self._rbd_backend,
+                  device_offset=self._device_offset)
         self.addCleanup(self.destroy)
         self.useFixture(fixtures.EnvironmentVariable(
             'PATH', self.bin_dir + os.pathsep + os.environ.get('PATH', '')))

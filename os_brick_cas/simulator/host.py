@@ -38,11 +38,16 @@ class SimulatedHostControl(object):
         self.bin_dir = os.path.join(state_dir, 'bin')
 
     def init(self, caches: dict[int, str], udev_by_id: bool = False,
-             rbd_backend: str = 'file') -> None:
-        """Boot a fresh host and write the casadm/rbd wrappers."""
+             rbd_backend: str = 'file', device_offset: int = 0) -> None:
+        """Boot a fresh host and write the casadm/rbd wrappers.
+
+        *device_offset* shifts the numbers of /dev/rbdN and of core ids, so
+        two simulated hosts in one test never create the same /dev entry.
+        """
         os.makedirs(self.bin_dir, exist_ok=True)
         state = state_mod.new_state(caches)
-        state.update(udev_by_id=udev_by_id, rbd_backend=rbd_backend)
+        state.update(udev_by_id=udev_by_id, rbd_backend=rbd_backend,
+                     device_offset=device_offset)
         state_mod.write(self.state_dir, state)
         for tool, module in TOOLS.items():
             path = os.path.join(self.bin_dir, tool)

@@ -112,7 +112,7 @@ def map_image(state_dir: str, state: dict[str, Any], args: list[str],
         if device['image'] == key:
             err = 'rbd: warning: image already mapped as %s\n' % (
                 device['device'])
-    number = 0
+    number = state.get('device_offset', 0)
     while str(number) in state['mappings']:
         number += 1
     node = '/dev/rbd%d' % number

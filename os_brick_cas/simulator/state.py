@@ -38,6 +38,9 @@ def new_state(caches: dict[int, str]) -> dict[str, Any]:
         'latency_ms': 0,
         'flush_ms_per_block': 0,
         'udev_by_id': False,
+        # first /dev/rbdN and core id - 1, so two simulated hosts in one
+        # test never name the same /dev entry
+        'device_offset': 0,
         'opencas_conf': None,
         'rbd_backend': 'file',
         'caches': {str(cache_id): {
@@ -51,6 +54,8 @@ def new_state(caches: dict[int, str]) -> dict[str, Any]:
         'open': [],
         'faults': [],
         'dropped_dirty_blocks': 0,
+        # dirty blocks written back to the RBD device by flushes
+        'flushed_blocks': 0,
     }
 
 

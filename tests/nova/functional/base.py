@@ -19,15 +19,18 @@ Cinder is nova's CinderFixture plus a fake fence endpoint at the HTTP
 layer (requests-mock mounted only on its own URL).
 """
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+from typing import Iterator, Optional
 
 import fixtures
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
+import nova.conf as nova_conf
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base
@@ -41,6 +44,7 @@ from os_brick_cas import casadm
 import os_brick_cas.privileged
 from os_brick_cas.simulator import fixture as sim_fixture
 
+CONF = nova_conf.CONF
 CINDER = 'http://cinder.fake/v3/project'
 CACHES = {1: 'wt', 2: 'wb'}
 
@@ -71,13 +75,15 @@ class FakeFenceCinder(object):
             self.fences.pop(volume_id, None)
         return ''
 
-    def client(self):
-        from cinderclient import client as cinder_client
+    def session(self) -> ks_session.Session:
         http = requests.Session()
         http.mount('http://cinder.fake/', self.adapter)
-        session = ks_session.Session(
+        return ks_session.Session(
             session=http, auth=token_endpoint.Token(CINDER, 'admin'))
-        return cinder_client.Client('3', session=session)
+
+    def client(self):
+        from cinderclient import client as cinder_client
+        return cinder_client.Client('3', session=self.session())
 
 
 class CachedVolumeTestBase(base.ServersTestBase):
@@ -107,6 +113,8 @@ class CachedVolumeTestBase(base.ServersTestBase):
                             '2\t/dev/disk/by-id/nvme-a-part2\tWB\n'
                             '[cores]\n')
         self.host.set_opencas_conf(self.opencas_conf)
+        self.hosts = {'compute1': self.host}
+        self.base_path = os.environ['PATH'].split(os.pathsep, 1)[1]
         self.flags(enabled=True, group='os_brick_cas_nova')
         self.flags(cache_instances={'wt': '1', 'wb': '2'},
                    opencas_conf=self.opencas_conf, lock_path=self.tmp,
@@ -152,16 +160,105 @@ class CachedVolumeTestBase(base.ServersTestBase):
         return {'driver_volume_type': 'rbd', 'data': data}
 
     # -- the simulated host, through its own tools -------------------------
-    def _tool(self, *argv: str) -> str:
+    def _tool(self, host: Optional[str], *argv: str) -> str:
+        env = None
+        if host:
+            env = dict(os.environ, PATH=self.hosts[host].bin_dir +
+                       os.pathsep + self.base_path)
         return subprocess.run(list(argv), check=True, capture_output=True,
-                              text=True).stdout
+                              text=True, env=env).stdout
 
-    def cores(self) -> list[casadm.Core]:
+    def cores(self, host: Optional[str] = None) -> list[casadm.Core]:
         return [core for cache in casadm.parse_list(self._tool(
-            'casadm', '-L', '-o', 'csv', '-b')) for core in cache.cores]
+            host, 'casadm', '-L', '-o', 'csv', '-b')) for core in cache.cores]
 
-    def mappings(self) -> list[dict]:
-        return json.loads(self._tool('rbd', 'showmapped', '--format=json'))
+    def mappings(self, host: Optional[str] = None) -> list[dict]:
+        return json.loads(self._tool(host, 'rbd', 'showmapped',
+                                     '--format=json'))
+
+    # -- two simulated hosts in one process ----------------------------------
+    def add_second_host(self) -> None:
+        """Give compute2 its own simulated host (own casadm/rbd state).
+
+        Both computes run in this process and share /dev, so the hosts
+        number their devices apart (device_offset) and :meth:`on_host`
+        swaps the symlinks udev would keep per machine (/dev/rbd/<pool>/,
+        /dev/disk/by-id/rbd-*) when a compute's volume driver runs.
+        """
+        self.base_path = os.environ['PATH'].split(os.pathsep, 1)[1]
+        second = self.useFixture(sim_fixture.SimulatedHost(
+            caches=CACHES, udev_by_id=True, device_offset=50))
+        conf = os.path.join(self.tmp, 'opencas-compute2.conf')
+        with open(self.opencas_conf) as source, open(conf, 'w') as copy:
+            copy.write(source.read())
+        second.set_opencas_conf(conf)
+        self.host.set_udev_by_id(True)
+        self.hosts['compute2'] = second
+        self.host_conf = {'compute1': self.opencas_conf, 'compute2': conf}
+        self.host_links: dict[str, dict[str, str]] = {
+            'compute1': {}, 'compute2': {}}
+        self.current_host = 'compute1'
+        self._enter_host('compute1')
+        self.addCleanup(self._stash_links, 'compute1')
+
+    @staticmethod
+    def _udev_links() -> dict[str, str]:
+        links = {}
+        for top, names in (('/dev/disk/by-id', None), ('/dev/rbd', None)):
+            for root, dirs, files in os.walk(top):
+                for name in files + dirs:
+                    path = os.path.join(root, name)
+                    if os.path.islink(path) and (
+                            top == '/dev/rbd' or name.startswith('rbd-')):
+                        links[path] = os.readlink(path)
+        return links
+
+    def _stash_links(self, host: str) -> None:
+        self.host_links[host] = self._udev_links()
+        for path in self.host_links[host]:
+            os.unlink(path)
+
+    def _enter_host(self, host: str) -> None:
+        for path, target in self.host_links[host].items():
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.symlink(target, path)
+        os.environ['PATH'] = (self.hosts[host].bin_dir + os.pathsep +
+                              self.base_path)
+        self.flags(opencas_conf=self.host_conf[host], group='os_brick_cas')
+        self.current_host = host
+
+    @contextlib.contextmanager
+    def on_host(self, host: str) -> Iterator[None]:
+        """Run the enclosed code as if on compute *host*'s machine."""
+        previous = self.current_host
+        previous_conf_host = CONF.host
+        if previous != host:
+            self._stash_links(previous)
+            self._enter_host(host)
+        # nova sets CONF.host to the last compute started; on a real
+        # machine it names this machine
+        self.flags(host=host)
+        try:
+            yield
+        finally:
+            if previous != host:
+                self._stash_links(host)
+                self._enter_host(previous)
+            self.flags(host=previous_conf_host)
+
+    def bind_compute_to_host(self, compute: str) -> None:
+        """Make *compute*'s cached volume driver act on its own host."""
+        volume_driver = self.computes[compute].driver.\
+            _cached_rbd_volume_driver()
+        for name in ('connect_volume', 'disconnect_volume',
+                     'extend_volume'):
+            original = getattr(volume_driver, name)
+
+            def on_own_host(*args, _original=original, **kwargs):
+                with self.on_host(compute):
+                    return _original(*args, **kwargs)
+
+            setattr(volume_driver, name, on_own_host)
 
     @staticmethod
     def by_id_links() -> list[str]:
@@ -179,6 +276,11 @@ class CachedVolumeTestBase(base.ServersTestBase):
     def _remove_stray_links(self) -> None:
         for name in self.by_id_links():
             self._unlink(name)
+
+    def guest_xml(self, server: dict, compute: str = 'compute1') -> str:
+        """The domain XML of *server* on *compute*'s fake libvirt."""
+        connection = self.computes[compute].driver._host.get_connection()
+        return connection.lookupByUUIDString(server['id']).XMLDesc(0)
 
     def detach(self, server: dict, volume_id: str) -> None:
         self.api.delete_server_volume(server['id'], volume_id)

@@ -1,0 +1,242 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Live migration, host reboot and evacuate of servers with cached volumes.
+
+Each compute has its own simulated host (its own casadm and krbd state);
+nova's real compute manager drives both.
+"""
+
+import contextlib
+import io
+import uuid
+
+import fixtures
+
+from lxml import etree
+from nova import context as nova_context
+from nova import objects
+from nova.tests.functional.api import client
+from oslo_serialization import jsonutils
+from oslotest import output
+
+from cinder_ext import admin
+from os_brick_cas.cmd import main as cli
+from tests.nova.functional import base
+
+WT_VOL = str(uuid.UUID(int=0xca5e11))
+WB_VOL = str(uuid.UUID(int=0xca5e12))
+
+
+class LifecycleTestBase(base.CachedVolumeTestBase):
+
+    ADMIN_API = True
+
+    def setUp(self):
+        self.connection_info = {
+            WT_VOL: self.rbd_info('volume-' + WT_VOL, 'wt'),
+            WB_VOL: self.rbd_info('volume-' + WB_VOL, 'wb'),
+        }
+        super().setUp()
+        for volume_id in (WT_VOL, WB_VOL):
+            self.host.create_image('volumes', 'volume-' + volume_id, 16)
+
+
+class LiveMigrationTestCase(LifecycleTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.add_second_host()
+        # one Ceph cluster behind both hosts (file images in this tier)
+        for volume_id in (WT_VOL, WB_VOL):
+            self.hosts['compute2'].create_image('volumes',
+                                                'volume-' + volume_id, 16)
+        self.start_compute('compute1')
+        self.server = self._create_server(networks='none')
+        self.start_compute('compute2')
+        for compute in ('compute1', 'compute2'):
+            self.bind_compute_to_host(compute)
+        self.useFixture(self._migrate_fixture())
+        self.ctxt = nova_context.get_admin_context()
+
+    def _migrate_fixture(self):
+        def migrate(domain, destination, params, flags):
+            xml = params['destination_xml']
+            self.computes['compute2'].driver._host.get_connection(
+            ).createXML(xml, 0)
+            uuid_ = etree.fromstring(xml).find('./uuid').text
+            self.computes['compute1'].driver._host.get_connection(
+            ).lookupByUUIDString(uuid_).complete_job()
+
+        return fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', migrate)
+
+    def test_write_through_volume_moves_to_destination_cache(self):
+        self._attach_volume(self.server, WT_VOL)
+        [source_core] = self.cores('compute1')
+        self.assertEqual('/dev/cas1-1', source_core.exported)
+
+        server = self._live_migrate(self.server, host='compute2',
+                                    api=self.admin_api)
+        self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
+        # the destination built its own cache entry and the guest XML
+        # libvirt received points at it
+        [dest_core] = self.cores('compute2')
+        self.assertEqual(1, dest_core.cache_id)
+        self.assertEqual('/dev/cas1-51', dest_core.exported)
+        self.assertEqual(['volumes/volume-' + WT_VOL],
+                         ['%s/%s' % (m['pool'], m['name'])
+                          for m in self.mappings('compute2')])
+        # what the source builds the destination XML from: the
+        # connection_info the destination's connect stored (nova's fake
+        # domain drops <serial>, so nova cannot splice it into
+        # destination_xml here; a hard reboot renders it instead)
+        [bdm] = [b for b in objects.BlockDeviceMappingList.
+                 get_by_instance_uuid(self.ctxt, server['id'])
+                 if b.volume_id == WT_VOL]
+        self.assertEqual('/dev/cas1-51', jsonutils.loads(
+            bdm.connection_info)['data']['device_path'])
+        # the source's entry is gone and it flushed nothing (wt is clean)
+        self.assertEqual([], self.cores('compute1'))
+        self.assertEqual([], self.mappings('compute1'))
+        self.assertEqual([], self.host.calls(verb='flush-core'))
+        self.assertEqual({}, self.cinder.fences)
+
+        self._reboot_server(server, hard=True)
+        self.assertIn("<source dev='/dev/cas1-51'/>",
+                      self.guest_xml(server, 'compute2').replace('"', "'"))
+        self.assertEqual([], self.cores('compute1'))
+
+        self.detach(server, WT_VOL)
+        self.assertEqual([], self.cores('compute2'))
+        self.assertEqual([], self.mappings('compute2'))
+
+    def test_write_back_volume_is_refused_and_stays(self):
+        self._attach_volume(self.server, WB_VOL)
+        # cast-as-call in the fixtures: the refused pre-check surfaces at
+        # the API (see test_cached_volumes for the message)
+        self.assertRaises(
+            client.OpenStackApiException, self.admin_api.post_server_action,
+            self.server['id'], {'os-migrateLive': {
+                'host': 'compute2', 'block_migration': 'auto'}})
+        server = self._wait_for_state_change(self.server, 'ACTIVE')
+        self.assertEqual('compute1', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(1, len(self.cores('compute1')))
+        self.assertEqual([], self.cores('compute2'))
+        self.assertEqual([], self.mappings('compute2'))
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+
+
+class HostRebootTestCase(LifecycleTestBase):
+
+    def test_resume_after_host_reboot_reactivates_the_core(self):
+        self.start_compute('compute1')
+        server = self._create_server(networks='none')
+        self.flags(host='compute1')
+        self._attach_volume(server, WB_VOL)
+        [before] = self.cores()
+        self.host.set_dirty(before.cache_id, before.core_id, 48)
+
+        self.host.reboot()
+        [inactive] = self.cores()
+        self.assertEqual('Inactive', inactive.status)
+        self.assertEqual([], self.mappings())
+
+        self.flags(resume_guests_state_on_host_boot=True)
+        self.restart_compute_service('compute1',
+                                     keep_hypervisor_state=False)
+        self._wait_for_state_change(server, 'ACTIVE')
+        # nova's hard reboot disconnects and reconnects every volume: the
+        # inactive core was re-activated in its own instance (never added
+        # as a second core), flushed to Ceph and added back in the same
+        # instance, so the guest gets the same device
+        self.assertEqual(1, len(self.host.calls(verb='try-add')))
+        [flush] = self.host.calls(verb='flush-core')
+        self.assertEqual(0, flush['exit_code'])
+        [after] = self.cores()
+        self.assertEqual('Active', after.status)
+        self.assertEqual((before.cache_id, before.core_id, before.exported),
+                         (after.cache_id, after.core_id, after.exported))
+        self.assertEqual(1, len(self.mappings()))
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assertEqual(48, self.host.state()['flushed_blocks'])
+        self.assertIn(after.exported, self.guest_xml(server))
+
+        self.detach(server, WB_VOL)
+        self.assertEqual([], self.cores())
+        self.assertEqual([], self.mappings())
+        self.assertEqual({}, self.cinder.fences)
+
+
+class EvacuateTestCase(LifecycleTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.add_second_host()
+        # one Ceph cluster behind both hosts (file images in this tier)
+        for volume_id in (WT_VOL, WB_VOL):
+            self.hosts['compute2'].create_image('volumes',
+                                                'volume-' + volume_id, 16)
+        self.start_compute('compute1')
+        self.server = self._create_server(networks='none')
+        self.start_compute('compute2')
+        for compute in ('compute1', 'compute2'):
+            self.bind_compute_to_host(compute)
+        self.useFixture(output.CaptureOutput())
+
+    def fence_clear(self, *args: str) -> tuple[int, str]:
+        admin.session_factory = self.cinder.session
+        self.addCleanup(setattr, admin, 'session_factory', None)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(['fence-clear', WB_VOL] + list(args))
+        return code, out.getvalue() + err.getvalue()
+
+    def test_evacuate_refused_while_fenced_then_released(self):
+        self._attach_volume(self.server, WB_VOL)
+        [lost_core] = self.cores('compute1')
+        self.host.set_dirty(lost_core.cache_id, lost_core.core_id, 64)
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+
+        # compute1 is lost, with dirty data in its cache
+        self.computes['compute1'].stop()
+        service_id = self.admin_api.get_services(
+            host='compute1', binary='nova-compute')[0]['id']
+        self.admin_api.put_service_force_down(service_id, True)
+        # cast-as-call in the fixtures: the refusal on compute2 reaches the
+        # API; in a cloud it is the instance fault of a failed evacuation
+        exc = self.assertRaises(
+            client.OpenStackApiException, self.admin_api.post_server_action,
+            self.server['id'], {'evacuate': {'host': 'compute2'}})
+        self.assertIn('VolumeFenced', str(exc))
+        self._wait_for_migration_status(self.server, ['failed'])
+        server = self._wait_for_state_change(self.server, 'ERROR')
+        self.assertEqual('compute1', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual([], self.cores('compute2'))
+        self.assertEqual([], self.mappings('compute2'))
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+
+        # the operator must say the host is lost for good
+        code, text = self.fence_clear()
+        self.assertEqual(1, code)
+        self.assertIn('rerun with --host-lost', text)
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+        code, text = self.fence_clear('--host-lost')
+        self.assertEqual(0, code, text)
+        self.assertEqual({}, self.cinder.fences)
+
+        server = self._evacuate_server(
+            server, {'host': 'compute2'}, expected_state='ACTIVE',
+            expected_host='compute2')
+        [core] = self.cores('compute2')
+        self.assertEqual((2, '/dev/cas2-51'), (core.cache_id, core.exported))
+        self.assertEqual({WB_VOL: 'compute2'}, self.cinder.fences)
