@@ -14,6 +14,7 @@
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Optional
 
@@ -66,7 +67,23 @@ def main(argv: Optional[list[str]] = None) -> int:
     CONF([], project='os-brick-cas', default_config_files=args.config_file)
     CONF.set_override('debug', args.debug)
     logging.setup(CONF, 'os-brick-cas')
+    run_privileged_in_process_as_root()
     return args.func(args)
+
+
+def run_privileged_in_process_as_root() -> None:
+    """An operator running the CLI as root needs no privsep daemon.
+
+    Services (nova-compute) start the daemon through rootwrap/sudo; a root
+    shell runs the same validated entry points in-process.
+    """
+    if os.geteuid() != 0:
+        return
+    import os_brick.privileged
+    import os_brick_cas.privileged
+    for context in (os_brick_cas.privileged.default,
+                    os_brick.privileged.default):
+        context.set_client_mode(False)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,171 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``os-brick-cas bench``: the reference fio table on one or two devices.
+
+Typical use on a compute node, with a *scratch* cached volume attached::
+
+    os-brick-cas bench --device ceph=/dev/rbd/volumes/volume-X \\
+        --device cas=/dev/cas2-1 --destroy-data --where "node12, Optane"
+
+Figures are whatever the given devices deliver on the machine it runs on;
+``--where`` is printed with them so nobody mistakes where they came from.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import stat
+import sys
+from typing import Any, Optional
+
+from oslo_concurrency import processutils
+
+from os_brick_cas import bench
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
+from os_brick_cas import report
+
+_CAS_DEVICE = re.compile(r'^/dev/cas(?P<cache>\d+)-(?P<core>\d+)$')
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        'bench', help='fio 4k randread/randwrite/randrw70 at QD1 and QD16, '
+                      'side by side for two devices')
+    parser.add_argument('--device', action='append', required=True,
+                        metavar='[LABEL=]PATH',
+                        help='device or file to test; give two to compare '
+                             '(e.g. ceph=/dev/rbd/... cas=/dev/cas1-1)')
+    parser.add_argument('--runtime', type=int, default=30,
+                        help='seconds per profile and device (default 30)')
+    parser.add_argument('--profiles', default=','.join(
+        p.name for p in bench.PROFILES),
+        help='comma-separated subset of: %s' % ', '.join(
+            p.name for p in bench.PROFILES))
+    parser.add_argument('--size', help='fio --size (for files)')
+    parser.add_argument('--destroy-data', action='store_true',
+                        help='allow write profiles on block devices (they '
+                             'overwrite the device: scratch volumes only)')
+    parser.add_argument('--where', default='(not given)',
+                        help='where this runs, printed with the figures')
+    parser.add_argument('--json', action='store_true',
+                        help='machine-readable output')
+    parser.set_defaults(func=run)
+
+
+def parse_devices(specs: list[str]) -> list[tuple[str, str]]:
+    """``[(label, path)]`` from ``[LABEL=]PATH`` arguments."""
+    if not 1 <= len(specs) <= 2:
+        raise SystemExit('give one or two --device')
+    devices = []
+    for spec in specs:
+        label, _, path = spec.rpartition('=')
+        path = path or spec
+        devices.append((label or os.path.basename(path), path))
+    if len({label for label, _ in devices}) != len(devices):
+        raise SystemExit('device labels must differ')
+    return devices
+
+
+def _is_block(path: str) -> bool:
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        raise SystemExit('%s does not exist' % path)
+
+
+def cas_core_of(path: str) -> Optional[tuple[int, int]]:
+    """(cache id, core id) if *path* is an Open CAS exported object."""
+    for candidate in (path, os.path.realpath(path)):
+        match = _CAS_DEVICE.match(candidate)
+        if match:
+            return int(match.group('cache')), int(match.group('core'))
+    return None
+
+
+def hit_ratio(path: str) -> Optional[float]:
+    """Read hit ratio of the core behind *path*, None if not a CAS core."""
+    ids = cas_core_of(path)
+    if ids is None:
+        return None
+    try:
+        return report.hit_ratio(casadm_mod.Casadm().stats(*ids), 'Read')
+    except exception.CasError:
+        return None
+
+
+def run_profiles(devices: list[tuple[str, str]],
+                 profiles: list[bench.Profile], runtime: int,
+                 size: Optional[str]) -> list[dict[str, Any]]:
+    results = []
+    for profile in profiles:
+        for label, path in devices:
+            print('running %s on %s (%s), %ds...' % (
+                profile.name, label, path, runtime), file=sys.stderr,
+                flush=True)
+            out, _err = processutils.execute(*bench.fio_argv(
+                profile, path, runtime, size))
+            result: dict[str, Any] = {'profile': profile.name,
+                                      'device': label}
+            result.update(bench.parse_fio(out))
+            results.append(result)
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    devices = parse_devices(args.device)
+    wanted = [name.strip() for name in args.profiles.split(',') if name]
+    known = {profile.name: profile for profile in bench.PROFILES}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise SystemExit('unknown profile(s) %s' % ', '.join(unknown))
+    profiles = [known[name] for name in wanted]
+    if any(p.writes for p in profiles) and not args.destroy_data and any(
+            _is_block(path) for _, path in devices):
+        raise SystemExit('write profiles overwrite the block device; run '
+                         'them only on scratch volumes, with '
+                         '--destroy-data, or choose read profiles only')
+    before = {label: hit_ratio(path) for label, path in devices}
+    try:
+        results = run_profiles(devices, profiles, args.runtime, args.size)
+    except processutils.ProcessExecutionError as exc:
+        print('fio failed: %s' % exc, file=sys.stderr)
+        return 1
+    after = {label: hit_ratio(path) for label, path in devices}
+    labels = [label for label, _ in devices]
+    if args.json:
+        print(json.dumps({
+            'where': args.where, 'runtime_s': args.runtime,
+            'devices': dict(devices),
+            'read_hit_ratio': {'before': before, 'after': after},
+            'results': [{key: dataclasses.asdict(value)
+                         if dataclasses.is_dataclass(value) else value
+                         for key, value in item.items()}
+                        for item in results]}, indent=2, sort_keys=True))
+        return 0
+    print('os-brick-cas bench: 4k, libaio, direct, %ds per run; measured '
+          'on: %s' % (args.runtime, args.where))
+    for label, path in devices:
+        print('  %-10s %s' % (label, path))
+    sys.stdout.write(bench.render_table(results, labels))
+    for label, path in devices:
+        if before[label] is not None or after[label] is not None:
+            print('Open CAS read hit ratio of %s: %s before, %s after' % (
+                label, _pct(before[label]), _pct(after[label])))
+    return 0
+
+
+def _pct(ratio: Optional[float]) -> str:
+    return '-' if ratio is None else '%.1f%%' % (100 * ratio)

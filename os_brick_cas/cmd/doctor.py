@@ -1,0 +1,185 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``os-brick-cas doctor``: is this host ready to cache volumes safely?
+
+One line per finding, ``OK``, ``WARN`` or ``FAIL``, each problem with what
+to do. Exit code 0 when nothing needs attention, 1 otherwise.
+"""
+
+import argparse
+import dataclasses
+import os
+import shutil
+from typing import Any, Iterator
+
+from oslo_config import cfg
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
+from os_brick_cas import opencas_conf
+from os_brick_cas import opts
+from os_brick_cas import policy as policy_mod
+from os_brick_cas import report
+
+CONF = cfg.CONF
+OK, WARN, FAIL = 'OK', 'WARN', 'FAIL'
+
+
+@dataclasses.dataclass
+class Finding:
+    level: str
+    message: str
+
+    def __str__(self) -> str:
+        return '%-4s %s' % (self.level, self.message)
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        'doctor', help='check casadm, module, cache instances, cores and '
+                       'configuration; exit 1 if anything needs attention')
+    parser.set_defaults(func=run)
+
+
+def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF
+               ) -> Iterator[Finding]:
+    """Every finding about this host, in the order an operator fixes them."""
+    if not shutil.which('casadm'):
+        yield Finding(FAIL, 'casadm not found on PATH: install Open CAS '
+                            '(https://open-cas.github.io) on this host.')
+        return
+    try:
+        versions = casadm.version()
+        caches = casadm.list_caches()
+    except exception.CasModuleNotLoaded:
+        yield Finding(FAIL, 'the Open CAS kernel module is not loaded: run '
+                            '"modprobe cas_cache" (and check dmesg if it '
+                            'fails).')
+        return
+    except exception.CasError as exc:
+        yield Finding(FAIL, 'casadm does not answer: %s' % exc)
+        return
+    yield Finding(OK, 'casadm %s, kernel module %s' % (
+        versions.get('CAS CLI Utility', '?'),
+        versions.get('CAS Cache Kernel Module', '?')))
+
+    group = conf[opts.GROUP]
+    try:
+        policy = policy_mod.CachePolicy.from_conf(conf)
+    except exception.CasError as exc:
+        yield Finding(FAIL, 'configuration: %s' % exc)
+        return
+    if not policy.instances:
+        yield Finding(FAIL, '[os_brick_cas] cache_instances is empty: set '
+                            'it to the instance of each offered mode, e.g. '
+                            '"wt:1,wb:2".')
+    problems = policy.problems(caches)
+    for mode, cache_id in sorted(policy.instances.items(),
+                                 key=lambda item: item[1]):
+        if mode in problems:
+            yield Finding(FAIL, 'mode %s -> cache instance %d: %s' % (
+                mode.value, cache_id, problems[mode]))
+        else:
+            yield Finding(OK, 'mode %s -> cache instance %d is running in '
+                              'mode %s' % (mode.value, cache_id, mode.value))
+    yield from _check_persistence(policy, caches, group.opencas_conf)
+    yield from _check_cores(casadm, policy, caches)
+    if group.fallback_policy != opts.FALLBACK_FAIL:
+        yield Finding(OK, 'fallback_policy=%s: volumes whose mode is not '
+                          'served here attach %s' % (
+                              group.fallback_policy,
+                              'uncached' if group.fallback_policy ==
+                              opts.FALLBACK_UNCACHED else
+                              'in a clean mode (wt/wa/pt)'))
+
+
+def _check_persistence(policy: policy_mod.CachePolicy,
+                       caches: list[casadm_mod.CacheInstance],
+                       conf_path: str) -> Iterator[Finding]:
+    dirty_modes = [(mode, cache_id) for mode, cache_id in
+                   policy.instances.items() if mode.holds_dirty_data]
+    if not dirty_modes:
+        return
+    try:
+        listed = opencas_conf.read(conf_path)
+    except (OSError, exception.CasError) as exc:
+        yield Finding(FAIL, 'cannot read %s (%s): write-back/write-only '
+                            'instances must be listed there so a reboot '
+                            'reloads their dirty data.' % (conf_path, exc))
+        return
+    for mode, cache_id in dirty_modes:
+        if listed.lists_cache(cache_id):
+            yield Finding(OK, 'cache instance %d (%s) is in %s, a reboot '
+                              'reloads it' % (cache_id, mode.value,
+                                              conf_path))
+        else:
+            yield Finding(FAIL, 'cache instance %d holds %s data but is not '
+                                'listed under [caches] in %s: a reboot would '
+                                'not reload its dirty data. Add it (see '
+                                'etc/opencas/opencas.conf.example).' % (
+                                    cache_id, mode.value, conf_path))
+    present = {(core.cache_id, core.core_id)
+               for cache in caches for core in cache.cores}
+    running = {cache.cache_id for cache in caches}
+    for (cache_id, core_id), device in sorted(listed.cores.items()):
+        if cache_id in running and (cache_id, core_id) not in present:
+            yield Finding(WARN, '%s lists core %d of instance %d (%s), '
+                                'which the instance does not have: a stale '
+                                'row; remove it.' % (conf_path, core_id,
+                                                     cache_id, device))
+
+
+def _check_cores(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
+                 caches: list[casadm_mod.CacheInstance]
+                 ) -> Iterator[Finding]:
+    ours = set(policy.instances.values())
+    for cache in caches:
+        for core in cache.cores:
+            info = report.core_report(casadm, core)
+            name = info.volume_id or core.device
+            if not core.active:
+                yield Finding(WARN, 'core %d of instance %d (volume %s) is '
+                                    'inactive with %s dirty blocks: its RBD '
+                                    'device is missing (host reboot?). '
+                                    'Start the server using it, or detach '
+                                    'the volume: both map it again and '
+                                    'flush.' % (core.core_id, cache.cache_id,
+                                                name, info.dirty_blocks))
+            elif info.volume_id is None:
+                yield Finding(WARN, 'core %d of instance %d (%s) is not a '
+                                    'Cinder RBD volume; os-brick-cas leaves '
+                                    'it alone.' % (core.core_id,
+                                                   cache.cache_id,
+                                                   core.device))
+            elif not os.path.exists(core.device):
+                yield Finding(WARN, 'core %d of instance %d: %s is gone '
+                                    'although the core is active; check '
+                                    '"rbd showmapped" and the udev rule.' % (
+                                        core.core_id, cache.cache_id,
+                                        core.device))
+            if cache.cache_id not in ours and info.volume_id:
+                yield Finding(WARN, 'volume %s is cached by instance %d, '
+                                    'which [os_brick_cas] cache_instances '
+                                    'does not name: an orphan from an older '
+                                    'configuration; detach and re-attach '
+                                    'it.' % (info.volume_id, cache.cache_id))
+
+
+def run(args: argparse.Namespace) -> int:
+    findings = list(check_host(casadm_mod.Casadm()))
+    for finding in findings:
+        print(finding)
+    bad = [f for f in findings if f.level != OK]
+    print('%d finding(s) need attention' % len(bad) if bad else
+          'all checks passed')
+    return 1 if bad else 0

@@ -1,0 +1,101 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``os-brick-cas status``: cache instances and the volumes they cache."""
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import Any, Optional
+
+from oslo_config import cfg
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
+from os_brick_cas import policy as policy_mod
+from os_brick_cas import report
+
+CONF = cfg.CONF
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        'status', help='cache instances, cached volumes, dirty data, hits')
+    parser.add_argument('--format', choices=['table', 'json'],
+                        default='table')
+    parser.set_defaults(func=run)
+
+
+def configured_instances() -> dict[int, str]:
+    """cache id -> mode from [os_brick_cas] cache_instances (may be {})."""
+    try:
+        policy = policy_mod.CachePolicy.from_conf(CONF)
+    except exception.CasError:
+        return {}
+    return {cache_id: mode.value
+            for mode, cache_id in policy.instances.items()}
+
+
+def _pct(ratio: Optional[float]) -> str:
+    return '-' if ratio is None else '%.1f%%' % (100 * ratio)
+
+
+def _num(value: Optional[float]) -> str:
+    return '-' if value is None else str(value)
+
+
+def render_table(reports: list[report.CacheReport]) -> str:
+    """Human-readable status, one block per cache instance."""
+    if not reports:
+        return 'No Open CAS cache instances are running on this host.\n'
+    lines = []
+    cache_row = '%-6s %-5s %-11s %-24s %-9s %12s %12s %9s'
+    core_row = '  %-5s %-36s %-13s %-10s %10s %9s %9s  %s'
+    for cache in reports:
+        lines.append(cache_row % ('CACHE', 'MODE', 'STATE', 'DEVICE',
+                                  'OFFERED', 'OCCUPANCY', 'DIRTY',
+                                  'READ HIT'))
+        occupancy = '-' if cache.occupancy_percent is None else (
+            '%.1f%%' % cache.occupancy_percent)
+        lines.append(cache_row % (
+            cache.cache_id, cache.mode, cache.status, cache.device,
+            cache.configured_mode or 'no', occupancy,
+            _num(cache.dirty_blocks), _pct(cache.read_hit_ratio)))
+        if cache.cores:
+            lines.append(core_row % ('CORE', 'VOLUME', 'DEVICE', 'STATE',
+                                     'DIRTY', 'READ HIT', 'WRITE HIT',
+                                     'RBD'))
+        for core in cache.cores:
+            lines.append(core_row % (
+                core.core_id, core.volume_id or '(not a Cinder volume)',
+                core.exported or '-', core.status, _num(core.dirty_blocks),
+                _pct(core.read_hit_ratio), _pct(core.write_hit_ratio),
+                core.rbd_device or core.core_device))
+        lines.append('')
+    lines.append('DIRTY is in 4 KiB blocks not yet written to Ceph.')
+    return '\n'.join(lines) + '\n'
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        reports = report.host_report(casadm_mod.Casadm(),
+                                     configured_instances())
+    except exception.CasError as exc:
+        print('os-brick-cas status: %s' % exc, file=sys.stderr)
+        return 1
+    if args.format == 'json':
+        print(json.dumps([dataclasses.asdict(r) for r in reports],
+                         indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(render_table(reports))
+    return 0

@@ -1,0 +1,165 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""What the host's Open CAS caches hold, from casadm's CSV output.
+
+Shared by ``os-brick-cas status``, ``doctor`` and ``flush``: one list of
+cache instances with their statistics and, for each core, the Cinder
+volume behind it (read from the core's by-id name).
+"""
+
+import dataclasses
+import re
+from typing import Optional
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
+from os_brick_cas import validation
+
+_BY_ID_RBD = re.compile(r'^rbd-(?P<rest>.+)$')
+_CINDER_IMAGE = re.compile(
+    r'^(?P<pool>.+)-(?P<image>volume-(?P<volume_id>[0-9a-f]{8}-[0-9a-f]{4}-'
+    r'[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}))$')
+
+
+@dataclasses.dataclass
+class CoreReport:
+    cache_id: int
+    core_id: int
+    core_device: str
+    exported: Optional[str]
+    status: str
+    volume_id: Optional[str]
+    rbd_image: Optional[str]
+    rbd_device: Optional[str]
+    dirty_blocks: Optional[int]
+    occupancy_blocks: Optional[int]
+    read_hit_ratio: Optional[float]
+    write_hit_ratio: Optional[float]
+
+
+@dataclasses.dataclass
+class CacheReport:
+    cache_id: int
+    mode: str
+    status: str
+    device: str
+    configured_mode: Optional[str]
+    occupancy_blocks: Optional[int]
+    occupancy_percent: Optional[float]
+    dirty_blocks: Optional[int]
+    read_hit_ratio: Optional[float]
+    cores: list[CoreReport]
+
+
+def rbd_image_of(core_device: str) -> tuple[Optional[str], Optional[str]]:
+    """``(pool/image, volume id)`` named by a by-id core path, if ours.
+
+    The by-id name is ``rbd-<pool>-<image>``; pool names may contain '-',
+    so the split is only certain for Cinder's ``volume-<uuid>`` images.
+    """
+    name = core_device.rsplit('/', 1)[-1]
+    match = _BY_ID_RBD.match(name)
+    if not match or not core_device.startswith(validation.BY_ID_DIR + '/'):
+        return None, None
+    cinder = _CINDER_IMAGE.match(match.group('rest'))
+    if cinder:
+        return ('%s/%s' % (cinder.group('pool'), cinder.group('image')),
+                cinder.group('volume_id'))
+    return None, None
+
+
+def _number(stats: dict[str, str], title: str) -> Optional[float]:
+    raw = stats.get(title)
+    if raw in (None, '', '-'):
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
+def _int(stats: dict[str, str], title: str) -> Optional[int]:
+    value = _number(stats, title)
+    return None if value is None else int(value)
+
+
+def hit_ratio(stats: dict[str, str], kind: str) -> Optional[float]:
+    """Hits / total requests of *kind* ('Read' or 'Write'), 0..1."""
+    hits = _number(stats, '%s hits [Requests]' % kind)
+    total = _number(stats, '%s total [Requests]' % kind)
+    if hits is None or not total:
+        return None
+    return hits / total
+
+
+def _stats(casadm: casadm_mod.Casadm, cache_id: int,
+           core_id: Optional[int] = None) -> dict[str, str]:
+    try:
+        return casadm.stats(cache_id, core_id)
+    except exception.CasModuleNotLoaded:
+        raise
+    except exception.CasError:
+        return {}
+
+
+def _rbd_device(rbd_image: Optional[str]) -> Optional[str]:
+    return '/dev/rbd/%s' % rbd_image if rbd_image else None
+
+
+def core_report(casadm: casadm_mod.Casadm,
+                core: casadm_mod.Core) -> CoreReport:
+    stats = _stats(casadm, core.cache_id, core.core_id)
+    rbd_image, volume_id = rbd_image_of(core.device)
+    return CoreReport(
+        cache_id=core.cache_id, core_id=core.core_id,
+        core_device=core.device, exported=core.exported,
+        status=core.status, volume_id=volume_id, rbd_image=rbd_image,
+        rbd_device=_rbd_device(rbd_image),
+        dirty_blocks=_int(stats, casadm_mod.DIRTY_BLOCKS),
+        occupancy_blocks=_int(stats, 'Occupancy [4KiB Blocks]'),
+        read_hit_ratio=hit_ratio(stats, 'Read'),
+        write_hit_ratio=hit_ratio(stats, 'Write'))
+
+
+def host_report(casadm: casadm_mod.Casadm,
+                configured: Optional[dict[int, str]] = None
+                ) -> list[CacheReport]:
+    """Every cache instance on the host with its cores and statistics.
+
+    *configured* maps cache id -> mode from ``[os_brick_cas]
+    cache_instances``, to show which instances this host offers.
+    """
+    configured = configured or {}
+    reports = []
+    for cache in casadm.list_caches():
+        stats = _stats(casadm, cache.cache_id)
+        reports.append(CacheReport(
+            cache_id=cache.cache_id, mode=cache.mode, status=cache.status,
+            device=cache.device,
+            configured_mode=configured.get(cache.cache_id),
+            occupancy_blocks=_int(stats, 'Occupancy [4KiB Blocks]'),
+            occupancy_percent=_number(stats, 'Occupancy [%]'),
+            dirty_blocks=_int(stats, casadm_mod.DIRTY_BLOCKS),
+            read_hit_ratio=hit_ratio(stats, 'Read'),
+            cores=[core_report(casadm, core) for core in cache.cores]))
+    return reports
+
+
+def find_volume_core(reports: list[CacheReport],
+                     volume: str) -> Optional[CoreReport]:
+    """The core of *volume* (Cinder volume id or pool/image), if cached."""
+    for cache in reports:
+        for core in cache.cores:
+            if volume in (core.volume_id, core.rbd_image):
+                return core
+    return None
