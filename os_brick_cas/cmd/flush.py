@@ -21,7 +21,7 @@ and the command exits 1.
 import argparse
 import sys
 import time
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 from oslo_config import cfg
 
@@ -62,8 +62,9 @@ def _targets(reports: list[report.CacheReport], volume: Optional[str]
 
 
 def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
-                timeout: int, out=sys.stdout) -> list[str]:
+                timeout: int, out: Optional[TextIO] = None) -> list[str]:
     """Flush each core in turn; return one error line per failure."""
+    out = out or sys.stdout
     failures = []
     for number, core in enumerate(cores, 1):
         label = core.volume_id or core.core_device
