@@ -24,6 +24,7 @@ os-brick cache-engine adapter. Its rules (design.md, "Safety rules"):
 * a core that holds dirty data is never removed with force.
 """
 
+import contextlib
 import dataclasses
 import os
 from typing import Optional
@@ -119,20 +120,21 @@ class VolumeCache(object):
         cache_id = placement.cache_id
         if mode.holds_dirty_data:
             self._require_persistent_cache(cache_id, mode, volume)
-        with locks.cache_lock(cache_id):
-            core = self.casadm.add_core(cache_id, core_device)
-            if mode.holds_dirty_data:
-                try:
-                    priv_devices.record_core(cache_id, core.core_id,
-                                             core_device)
-                except Exception:
-                    LOG.exception('Could not record core %(core)s of cache '
-                                  '%(cache)s in %(conf)s; removing it again.',
-                                  {'core': core.core_id, 'cache': cache_id,
-                                   'conf': self._opencas_conf})
-                    # Nothing was written through it yet: removal is safe.
-                    self.casadm.remove_core(core)
-                    raise
+        # no cache-wide lock: the caller holds the volume's lock, casadm
+        # picks the core id, and record_core serialises opencas.conf
+        core = self.casadm.add_core(cache_id, core_device)
+        if mode.holds_dirty_data:
+            try:
+                priv_devices.record_core(cache_id, core.core_id,
+                                         core_device)
+            except Exception:
+                LOG.exception('Could not record core %(core)s of cache '
+                              '%(cache)s in %(conf)s; removing it again.',
+                              {'core': core.core_id, 'cache': cache_id,
+                               'conf': self._opencas_conf})
+                # Nothing was written through it yet: removal is safe.
+                self.casadm.remove_core(core)
+                raise
         LOG.info('Volume %(vol)s cached in instance %(cache)s (%(mode)s) as '
                  '%(path)s', {'vol': volume, 'cache': cache_id,
                               'mode': mode.value, 'path': core.exported})
@@ -165,9 +167,8 @@ class VolumeCache(object):
             LOG.debug('Volume %(vol)s is already cached as %(path)s',
                       {'vol': volume, 'path': core.exported})
         else:
-            with locks.cache_lock(core.cache_id):
-                core = self.casadm.try_add_core(core.cache_id, core.core_id,
-                                                core.device)
+            core = self.casadm.try_add_core(core.cache_id, core.core_id,
+                                            core.device)
             LOG.info('Re-activated inactive core %(core)s of instance '
                      '%(cache)s for volume %(vol)s as %(path)s',
                      {'core': core.core_id, 'cache': core.cache_id,
@@ -196,7 +197,11 @@ class VolumeCache(object):
             self._forget_stale_rows(core_device, caches)
             return False
         mode = self._mode_of(caches, core.cache_id)
-        with locks.cache_lock(core.cache_id):
+        # flushes of one instance are serialised (casadm refuses a second
+        # one with "Another flush operation in progress"); removing a core
+        # of a clean instance flushes nothing and needs no cache-wide lock
+        with (locks.cache_lock(core.cache_id) if mode.holds_dirty_data
+              else contextlib.nullcontext()):
             if not core.active:
                 core = self._reactivate_for_removal(core, volume)
             if core.active:
