@@ -37,6 +37,7 @@ from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
 from os_brick_cas import report
 
+FIO_GRACE_SECONDS = 60
 _CAS_DEVICE = re.compile(r'^/dev/cas(?P<cache>\d+)-(?P<core>\d+)$')
 
 
@@ -115,8 +116,10 @@ def run_profiles(devices: list[tuple[str, str]],
             print('running %s on %s (%s), %ds...' % (
                 profile.name, label, path, runtime), file=sys.stderr,
                 flush=True)
-            out, _err = processutils.execute(*bench.fio_argv(
-                profile, path, runtime, size))
+            # fio's runtime does not bound I/O stuck in the device
+            out, _err = processutils.execute(
+                *bench.fio_argv(profile, path, runtime, size),
+                timeout=runtime + FIO_GRACE_SECONDS)
             result: dict[str, Any] = {'profile': profile.name,
                                       'device': label}
             result.update(bench.parse_fio(out))

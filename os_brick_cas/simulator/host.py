@@ -61,6 +61,12 @@ class SimulatedHostControl(object):
         with state_mod.locked(self.state_dir) as state:
             state.update(settings)
 
+    def use_ceph(self, ceph_conf: str) -> None:
+        """Map real images of the cluster of *ceph_conf* (rbd-fuse+loop)."""
+        from os_brick_cas.simulator import rbd_ceph
+        rbd_ceph.set_conf(self.state_dir, ceph_conf)
+        self._update(rbd_backend='ceph')
+
     def set_udev_by_id(self, enabled: bool) -> None:
         self._update(udev_by_id=enabled)
 

@@ -1,0 +1,209 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The real-Ceph tier: a real cluster, real block devices, real librbd.
+
+One cluster per test class (started in ~7 s). Volumes are created by
+cinder's real RBD driver with the cinder_ext extension (real python
+rados/rbd bindings), attached by the os_brick_cas connector through the
+host simulator whose ``rbd map`` maps the real image (rbd-fuse + loop,
+O_DIRECT) and whose Open CAS stand-in passes I/O through to its core, and
+read back with librbd. When the Ceph packages are missing the tier skips
+with the reason, except when OS_BRICK_CAS_REQUIRE_CEPH=1 (CI), where it
+fails.
+"""
+
+import atexit
+import os
+import subprocess
+from typing import Any
+import uuid
+
+from cinder import context
+from cinder.tests.unit import fake_volume
+from cinder.tests.unit import test
+from cinder.volume import configuration
+from cinder.volume import driver as cinder_driver
+from cinder.volume.drivers import rbd as cinder_rbd
+import fixtures
+import os_brick.privileged
+from oslo_config import cfg
+
+from cinder_ext import rbd as ext_rbd
+from os_brick_cas import connector as cas_connector
+from os_brick_cas import opts
+import os_brick_cas.privileged
+from os_brick_cas.simulator import ceph_cluster
+from os_brick_cas.simulator import fixture as sim_fixture
+
+CONF = cfg.CONF
+BACKEND = 'ceph'
+POOL = 'volumes'
+CACHES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
+
+
+def why_not() -> str | None:
+    """Why this tier cannot run on this machine (None if it can)."""
+    if os.geteuid() != 0:
+        return 'needs root (loop devices, FUSE, /dev entries)'
+    missing = ceph_cluster.missing_tools()
+    if missing:
+        return ('Ceph tools missing: %s (tools/install-ceph.sh installs '
+                'them)' % ', '.join(missing))
+    if not os.path.exists('/dev/fuse'):
+        return '/dev/fuse is missing'
+    try:
+        import rados  # noqa: F401
+        import rbd  # noqa: F401
+    except ImportError as exc:
+        return 'python rados/rbd bindings missing (%s)' % exc
+    return None
+
+
+def specs(mode: str | None) -> dict[str, str]:
+    if mode is None:
+        return {}
+    return {'cacheable': '<is> True', 'cas:cache_mode': mode}
+
+
+_CLUSTER: ceph_cluster.CephCluster | None = None
+
+
+def shared_cluster() -> ceph_cluster.CephCluster:
+    """One cluster for the whole test run, stopped by pid at exit."""
+    global _CLUSTER
+    if _CLUSTER is None:
+        cluster = ceph_cluster.CephCluster(pool=POOL)
+        cluster.setUp()     # cleans up after itself if it fails
+        atexit.register(cluster.cleanUp)
+        _CLUSTER = cluster
+    return _CLUSTER
+
+
+class CephTestCase(test.TestCase):
+
+    def setUp(self) -> None:
+        super().setUp()
+        reason = why_not()
+        if reason:
+            if os.environ.get('OS_BRICK_CAS_REQUIRE_CEPH') == '1':
+                self.fail('real-Ceph tier required but: %s' % reason)
+            self.skipTest(reason)
+        self.cluster = shared_cluster()
+        self.context = context.get_admin_context()
+        self.driver = self._driver()
+        self.host = self.useFixture(sim_fixture.SimulatedHost(
+            caches=CACHES, udev_by_id=True))
+        self.host.use_ceph(self.cluster.conf)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.opencas_conf = os.path.join(tmp, 'opencas.conf')
+        with open(self.opencas_conf, 'w') as conf_file:
+            conf_file.write('version=19.3.0\n[caches]\n' + ''.join(
+                '%d\t/dev/disk/by-id/nvme-sim-part%d\t%s\n' % (
+                    cache_id, cache_id, mode.upper())
+                for cache_id, mode in CACHES.items()) + '[cores]\n')
+        self.host.set_opencas_conf(self.opencas_conf)
+        self.override_config('cache_instances', {
+            mode: str(cache_id) for cache_id, mode in CACHES.items()},
+            group=opts.GROUP)
+        self.override_config('opencas_conf', self.opencas_conf,
+                             group=opts.GROUP)
+        self.override_config('lock_path', tmp, group=opts.GROUP)
+        self.override_config('flush_timeout', 10, group=opts.GROUP)
+        for privsep_context in (os_brick_cas.privileged.default,
+                                os_brick.privileged.default):
+            privsep_context.set_client_mode(False)
+            self.addCleanup(privsep_context.set_client_mode, True)
+        self.connector = cas_connector.CachedRBDConnector(None)
+
+    def _driver(self) -> ext_rbd.CachedRBDDriver:
+        config = configuration.Configuration(cinder_driver.volume_opts,
+                                             config_group=BACKEND)
+        config.append_config_values(cinder_rbd.RBD_OPTS)
+        for name, value in (('rbd_pool', POOL),
+                            ('rbd_ceph_conf', self.cluster.conf),
+                            ('rbd_user', 'admin'),
+                            ('volume_backend_name', BACKEND),
+                            ('rados_connect_timeout', 10)):
+            self.override_config(name, value, group=BACKEND)
+        driver = ext_rbd.CachedRBDDriver(configuration=config)
+        driver.do_setup(context.get_admin_context())
+        driver.check_for_setup_error()
+        driver.set_initialized()
+        return driver
+
+    # -- cinder objects and librbd -------------------------------------------
+    def volume(self, mode: str | None, size_gb: int = 1,
+               status: str = 'available') -> Any:
+        volume_type = fake_volume.fake_volume_type_obj(
+            self.context, extra_specs=specs(mode))
+        volume = fake_volume.fake_volume_obj(
+            self.context, volume_type_id=volume_type.id, size=size_gb,
+            status=status, id=str(uuid.uuid4()))
+        volume.volume_type = volume_type
+        volume.admin_metadata = {}
+        return volume
+
+    def create(self, mode: str | None) -> Any:
+        volume = self.volume(mode)
+        self.driver.create_volume(volume)
+        self.addCleanup(self._delete_quietly, volume)
+        return volume
+
+    def _delete_quietly(self, volume: Any) -> None:
+        try:
+            self.driver.delete_volume(volume)
+        except Exception:
+            pass
+
+    def read_from_ceph(self, image: str, offset: int, length: int) -> bytes:
+        """Bytes of *image* as librbd reads them from the cluster."""
+        import rados
+        import rbd
+        with rados.Rados(conffile=self.cluster.conf) as cluster:
+            with cluster.open_ioctx(POOL) as ioctx:
+                with rbd.Image(ioctx, image, read_only=True) as img:
+                    return img.read(offset, length)
+
+    def image_size(self, image: str) -> int:
+        import rados
+        import rbd
+        with rados.Rados(conffile=self.cluster.conf) as cluster:
+            with cluster.open_ioctx(POOL) as ioctx:
+                with rbd.Image(ioctx, image, read_only=True) as img:
+                    return img.size()
+
+    def attach(self, volume: Any) -> tuple[dict, dict]:
+        info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
+        device = self.connector.connect_volume(info['data'])
+        return info['data'], device
+
+
+def write_direct(path: str, offset: int, data: bytes) -> None:
+    """Write *data* at *offset* with O_DIRECT, as a guest's disk would."""
+    subprocess.run(['dd', 'of=%s' % path, 'bs=64k', 'seek=%d' % offset,
+                    'oflag=direct,seek_bytes', 'conv=notrunc,fsync',
+                    'status=none'], input=data, check=True)
+
+
+def read_direct(path: str, offset: int, length: int) -> bytes:
+    """Read with O_DIRECT (bypassing the page cache)."""
+    return subprocess.run(['dd', 'if=%s' % path, 'bs=64k',
+                           'skip=%d' % offset, 'count=%d' % length,
+                           'iflag=direct,skip_bytes,count_bytes',
+                           'status=none'], capture_output=True,
+                          check=True).stdout
+
+
+def pattern(label: str, length: int) -> bytes:
+    unit = ('os-brick-cas %s ' % label).encode()
+    return (unit * (length // len(unit) + 1))[:length]

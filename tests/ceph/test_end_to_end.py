@@ -1,0 +1,115 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Data end to end on real Ceph: cinder_ext driver -> connector -> librbd."""
+
+import ddt
+
+from cinder import exception as cinder_exception
+from cinder.tests.unit import fake_snapshot
+
+from os_brick_cas import exception
+from tests.ceph import base
+
+MIB = 2 ** 20
+
+
+@ddt.ddt
+class EndToEndTestCase(base.CephTestCase):
+
+    @ddt.data('wt', 'wb', 'wa', 'wo', 'pt')
+    def test_pattern_written_to_libvirt_path_is_in_ceph(self, mode):
+        volume = self.create(mode)
+        data, device = self.attach(volume)
+        self.assertEqual((True, mode), (data['cacheable'],
+                                        data['cache_mode']))
+        self.assertTrue(device['path'].startswith('/dev/cas'))
+        payload = base.pattern('%s %s' % (mode, volume.id), MIB)
+        base.write_direct(device['path'], 4 * MIB, payload)
+        self.assertEqual(payload, base.read_direct(device['path'], 4 * MIB,
+                                                   MIB))
+        self.connector.disconnect_volume(data, device)
+        self.assertEqual({}, self.host.state()['mappings'])
+        self.assertEqual(payload, self.read_from_ceph(volume.name, 4 * MIB,
+                                                      MIB))
+
+    def test_two_volumes_attached_at_once_stay_apart(self):
+        first, second = self.create('wt'), self.create('wb')
+        data1, dev1 = self.attach(first)
+        data2, dev2 = self.attach(second)
+        self.assertNotEqual(dev1['path'], dev2['path'])
+        one = base.pattern('first ' + first.id, MIB)
+        two = base.pattern('second ' + second.id, MIB)
+        base.write_direct(dev1['path'], 0, one)
+        base.write_direct(dev2['path'], 0, two)
+        self.assertEqual(one, base.read_direct(dev1['path'], 0, MIB))
+        self.assertEqual(two, base.read_direct(dev2['path'], 0, MIB))
+        self.connector.disconnect_volume(data1, dev1)
+        self.connector.disconnect_volume(data2, dev2)
+        self.assertEqual(one, self.read_from_ceph(first.name, 0, MIB))
+        self.assertEqual(two, self.read_from_ceph(second.name, 0, MIB))
+
+    def test_refused_detach_keeps_device_and_data(self):
+        volume = self.create('wb')
+        data, device = self.attach(volume)
+        payload = base.pattern('kept ' + volume.id, MIB)
+        base.write_direct(device['path'], 0, payload)
+        [cache_id, core_id] = [int(x) for x in device['path'][
+            len('/dev/cas'):].split('-')]
+        self.host.set_dirty(cache_id, core_id, 256)
+        self.host.inject_fault('flush-core', exit_code=1, stderr=(
+            'Error while flushing core %d of cache %d\nError while flushing '
+            'data\n' % (core_id, cache_id)))
+        self.assertRaises(exception.FlushFailed,
+                          self.connector.disconnect_volume, data, device)
+        # nothing was taken away: the guest's device still has its data
+        self.assertEqual(payload, base.read_direct(device['path'], 0, MIB))
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        # the operator fixes the cause; the detach then completes
+        self.connector.disconnect_volume(data, device)
+        self.assertEqual(256, self.host.state()['flushed_blocks'])
+        self.assertEqual(payload, self.read_from_ceph(volume.name, 0, MIB))
+
+
+class CinderGuardsTestCase(base.CephTestCase):
+    """cinder_ext's guards with cinder's real RBD driver on the cluster."""
+
+    def snapshot(self, volume):
+        snapshot = fake_snapshot.fake_snapshot_obj(
+            self.context, volume_id=volume.id, volume_size=volume.size)
+        snapshot.volume = volume
+        return snapshot
+
+    def test_snapshot_clone_extend_of_write_back_volume(self):
+        volume = self.create('wb')
+        data, device = self.attach(volume)
+        payload = base.pattern('snap ' + volume.id, MIB)
+        base.write_direct(device['path'], 0, payload)
+        volume.status = 'in-use'
+        snapshot = self.snapshot(volume)
+        exc = self.assertRaises(cinder_exception.InvalidVolume,
+                                self.driver.create_snapshot, snapshot)
+        self.assertIn('Detach the volume', str(exc))
+        self.assertRaises(cinder_exception.InvalidVolume,
+                          self.driver.extend_volume, volume, 2)
+        self.connector.disconnect_volume(data, device)
+        volume.status = 'available'
+
+        self.driver.create_snapshot(snapshot)
+        self.addCleanup(self.driver.delete_snapshot, snapshot)
+        clone = self.volume('wb')
+        self.driver.create_volume_from_snapshot(clone, snapshot)
+        self.addCleanup(self._delete_quietly, clone)
+        self.assertEqual(payload, self.read_from_ceph(clone.name, 0, MIB))
+
+        self.driver.extend_volume(volume, 2)
+        self.assertEqual(2 * 1024 * MIB, self.image_size(volume.name))
