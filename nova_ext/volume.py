@@ -57,6 +57,17 @@ class VolumeFenced(nova_exception.Invalid):
                "'os-brick-cas fence-clear %(volume)s --host-lost'.")
 
 
+def _clear_fence(volume: cas_volume.RBDVolume, when: str) -> None:
+    """Clear *volume*'s fence marker; log what to do if that fails."""
+    try:
+        fence.client().clear(volume.volume_id)
+    except Exception:
+        LOG.exception('Could not clear the fence marker of volume %s %s; '
+                      'clear it with "os-brick-cas fence-clear %s" before '
+                      'attaching it on another host.', volume.label, when,
+                      volume.volume_id)
+
+
 class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
     """Cacheable RBD volumes as Open CAS block disks."""
 
@@ -138,16 +149,9 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
     @staticmethod
     def _undo_fence(volume: cas_volume.RBDVolume, fence_state: str) -> None:
         """Clear a marker this attach set before it failed."""
-        if fence_state != FENCE_SET:
-            return
-        try:
-            fence.client().clear(volume.volume_id)
-        except Exception:
-            LOG.exception('Could not clear the fence marker of volume %s '
-                          'after its attach failed; clear it with '
-                          '"os-brick-cas fence-clear %s" (nothing of it is '
-                          'cached on this host).', volume.label,
-                          volume.volume_id)
+        if fence_state == FENCE_SET:
+            _clear_fence(volume, 'after its attach failed (nothing of it is '
+                                 'cached on this host)')
 
     def disconnect_volume(self, connection_info, instance, force=False):
         data = connection_info['data']
@@ -156,14 +160,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         self.connector.disconnect_volume(data, None, force=force)
         if CONF[opts.GROUP].use_fence_marker and volume.mode and \
                 volume.mode.holds_dirty_data:
-            try:
-                fence.client().clear(volume.volume_id)
-            except Exception:
-                LOG.exception('Volume %s was flushed and detached, but its '
-                              'fence marker could not be cleared; clear it '
-                              'with os-brick-cas fence-clear before '
-                              'attaching it on another host.', volume.label,
-                              instance=instance)
+            _clear_fence(volume, 'after it was flushed and detached')
 
     def extend_volume(self, connection_info, instance, requested_size):
         return self.connector.extend_volume(connection_info['data'])

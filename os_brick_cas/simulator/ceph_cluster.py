@@ -60,6 +60,10 @@ mon allow pool size one = true
 mon warn on pool no redundancy = false
 osd crush chooseleaf type = 0
 osd objectstore = memstore
+# the fixture places the osd in the CRUSH map itself; an osd doing it at
+# start can race its first monmap and fail with 'wrong fsid'
+osd crush update on start = false
+osd class update on start = false
 memstore device bytes = {memstore_bytes}
 paxos propose interval = 0.05
 run dir = {root}/run

@@ -16,6 +16,7 @@ import os
 
 import ddt
 
+from os_brick_cas import casadm
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 from tests.functional import base
@@ -200,13 +201,17 @@ class ReattachAfterRebootTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(props, info)
         self.assert_clean_host()
 
-    def test_detach_after_reboot_without_reattach_flushes_first(self):
-        image = self.image('volume-stranded')
-        props = self.props(image, 'wb')
+    def stranded_write_back_core(self) -> tuple[dict, casadm.Core]:
+        """A wb volume with 5 dirty blocks whose host rebooted under it."""
+        props = self.props(self.image('volume-stranded'), 'wb')
         self.connector.connect_volume(props)
         [core] = self.cores()
         self.host.set_dirty(core.cache_id, core.core_id, 5)
         self.host.reboot()
+        return props, core
+
+    def test_detach_after_reboot_without_reattach_flushes_first(self):
+        props, core = self.stranded_write_back_core()
         # the detach maps the volume so the inactive core can be
         # re-activated and its dirty data flushed before it is removed
         self.connector.disconnect_volume(props, None)
@@ -217,12 +222,7 @@ class ReattachAfterRebootTestCase(base.FunctionalTestCase):
         self.assert_clean_host()
 
     def test_detach_after_reboot_keeps_dirty_core_if_volume_cannot_map(self):
-        image = self.image('volume-stranded')
-        props = self.props(image, 'wb')
-        self.connector.connect_volume(props)
-        [core] = self.cores()
-        self.host.set_dirty(core.cache_id, core.core_id, 5)
-        self.host.reboot()
+        props, core = self.stranded_write_back_core()
         self.host.inject_fault('map', exit_code=110, stderr=(
             'rbd: sysfs write failed\nrbd: map failed: (110) Connection '
             'timed out\n'))

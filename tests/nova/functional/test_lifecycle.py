@@ -51,7 +51,8 @@ class LifecycleTestBase(base.CachedVolumeTestBase):
             self.host.create_image('volumes', 'volume-' + volume_id, 16)
 
 
-class LiveMigrationTestCase(LifecycleTestBase):
+class TwoComputesTestBase(LifecycleTestBase):
+    """compute1 (with the server) and compute2, each on its own host."""
 
     def setUp(self):
         super().setUp()
@@ -65,6 +66,12 @@ class LiveMigrationTestCase(LifecycleTestBase):
         self.start_compute('compute2')
         for compute in ('compute1', 'compute2'):
             self.bind_compute_to_host(compute)
+
+
+class LiveMigrationTestCase(TwoComputesTestBase):
+
+    def setUp(self):
+        super().setUp()
         self.useFixture(self._migrate_fixture())
         self.ctxt = nova_context.get_admin_context()
 
@@ -177,20 +184,10 @@ class HostRebootTestCase(LifecycleTestBase):
         self.assertEqual({}, self.cinder.fences)
 
 
-class EvacuateTestCase(LifecycleTestBase):
+class EvacuateTestCase(TwoComputesTestBase):
 
     def setUp(self):
         super().setUp()
-        self.add_second_host()
-        # one Ceph cluster behind both hosts (file images in this tier)
-        for volume_id in (WT_VOL, WB_VOL):
-            self.hosts['compute2'].create_image('volumes',
-                                                'volume-' + volume_id, 16)
-        self.start_compute('compute1')
-        self.server = self._create_server(networks='none')
-        self.start_compute('compute2')
-        for compute in ('compute1', 'compute2'):
-            self.bind_compute_to_host(compute)
         self.useFixture(output.CaptureOutput())
 
     def fence_clear(self, *args: str) -> tuple[int, str]:

@@ -1,0 +1,68 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Swap volume of an attached cached volume leaves no stale core."""
+
+from nova import context as nova_context
+from nova import objects
+from nova.tests import fixtures as nova_fixtures
+from oslo_serialization import jsonutils
+
+from tests.nova.functional import base
+
+OLD = nova_fixtures.CinderFixture.SWAP_OLD_VOL
+NEW = nova_fixtures.CinderFixture.SWAP_NEW_VOL
+
+
+class SwapVolumeTestCase(base.CachedVolumeTestBase):
+
+    ADMIN_API = True
+
+    def setUp(self):
+        self.connection_info = {
+            OLD: self.rbd_info('volume-' + OLD, 'wb'),
+            NEW: self.rbd_info('volume-' + NEW, 'wt'),
+        }
+        super().setUp()
+        for volume_id in (OLD, NEW):
+            self.host.create_image('volumes', 'volume-' + volume_id, 16)
+        self.start_compute('compute1')
+        self.flags(host='compute1')
+        self.server = self._create_server(networks='none')
+
+    def test_swap_write_back_for_write_through(self):
+        self._attach_volume(self.server, OLD)
+        [old_core] = self.cores()
+        self.assertEqual(2, old_core.cache_id)
+        self.host.set_dirty(old_core.cache_id, old_core.core_id, 20)
+
+        self.admin_api.put_server_volume(self.server['id'], OLD, NEW)
+        self._wait_for_volume_attach(self.server['id'], NEW)
+
+        # only the new volume is cached; the old core was flushed to Ceph
+        # and removed, its mapping, link and fence are gone
+        [new_core] = self.cores()
+        self.assertEqual((1, '/dev/disk/by-id/rbd-volumes-volume-' + NEW),
+                         (new_core.cache_id, new_core.device))
+        self.assertEqual(['volume-' + NEW],
+                         [m['name'] for m in self.mappings()])
+        self.assertEqual(20, self.host.state()['flushed_blocks'])
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assertEqual({}, self.cinder.fences)
+        # what nova stored for the guest (nova's fake domain does not
+        # apply the block copy to its XML, so that cannot be read back)
+        [bdm] = [b for b in objects.BlockDeviceMappingList.
+                 get_by_instance_uuid(nova_context.get_admin_context(),
+                                      self.server['id'])
+                 if b.volume_id == NEW]
+        self.assertEqual(new_core.exported, jsonutils.loads(
+            bdm.connection_info)['data']['device_path'])
