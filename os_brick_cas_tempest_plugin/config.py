@@ -10,29 +10,68 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""tempest.conf options of the os-brick-cas plugin."""
+"""tempest.conf options of the plugin, group ``[os_brick_cas_tempest]``.
+
+Whether live migration can be tested at all is tempest's own
+``[compute-feature-enabled] live_migration`` (with
+``[compute] min_compute_nodes``); it is not repeated here.
+"""
 
 from oslo_config import cfg
+from oslo_config import types
 
-GROUP = 'os_brick_cas_tempest'
+from os_brick_cas_tempest_plugin import helpers
 
-group = cfg.OptGroup(name=GROUP,
-                     title='os-brick-cas cached volume test options')
+os_brick_cas_group = cfg.OptGroup(
+    name='os_brick_cas_tempest',
+    title='os-brick-cas cached volume options')
 
-opts = [
-    cfg.BoolOpt('enabled', default=False,
-                help='Run the os-brick-cas tests: the cloud attaches '
-                     'cacheable RBD volumes through Open CAS.'),
-    cfg.ListOpt('offered_modes', default=['wt', 'wb'],
-                help='Open CAS cache modes the compute hosts offer (wt, '
-                     'wb, wa, wo, pt); tests of other modes are skipped.'),
-    cfg.DictOpt('volume_types', default={'wt': 'cas-wt', 'wb': 'cas-wb'},
-                help='Volume type name per cache mode, as mode:name.'),
-    cfg.BoolOpt('compute_host_access', default=False,
-                help='Whether the tests may ssh to compute hosts to check '
-                     'the Open CAS device while a volume is attached.'),
-    cfg.StrOpt('compute_ssh_user', default='stack',
-               help='User for ssh to compute hosts (needs sudo casadm).'),
-    cfg.StrOpt('compute_ssh_key_file',
-               help='Private key for ssh to compute hosts.'),
+OsBrickCasGroup = [
+    cfg.BoolOpt(
+        'enabled',
+        default=False,
+        help='Whether the cloud under test offers Open CAS cached Cinder '
+             'volumes (os-brick-cas on the compute hosts, cinder_ext on '
+             'the volume service). Every test of this plugin is skipped '
+             'when False.'),
+    cfg.ListOpt(
+        'offered_modes',
+        default=['wt', 'wb'],
+        item_type=types.String(choices=helpers.ALL_MODES),
+        help='Open CAS cache modes the compute hosts serve (a cache '
+             'instance per mode). Tests of a mode not listed here are '
+             'skipped.'),
+    cfg.DictOpt(
+        'volume_types',
+        default={'wt': 'cas-wt', 'wb': 'cas-wb'},
+        help='Name of the existing Cinder volume type for each offered '
+             'mode, as mode:type pairs. The type must have '
+             "cacheable='<is> True' and cas:cache_mode=<mode>. An offered "
+             'mode without a type here is a configuration error.'),
+    cfg.BoolOpt(
+        'compute_host_access',
+        default=False,
+        help='Whether tempest may ssh to the compute hosts to check the '
+             'Open CAS device of an attached volume (runs "sudo casadm '
+             '--list-caches --output-format csv --by-id-path" there). '
+             'Needs compute_ssh_user and compute_ssh_key_file.'),
+    cfg.StrOpt(
+        'compute_ssh_user',
+        help='User tempest logs in as on the compute hosts; it must be '
+             'allowed to run casadm with sudo without a password.'),
+    cfg.StrOpt(
+        'compute_ssh_key_file',
+        help='Private key file for compute_ssh_user on the compute '
+             'hosts.'),
+    cfg.DictOpt(
+        'compute_host_addresses',
+        default={},
+        help='Address to ssh to for each nova compute host name, as '
+             'host:address pairs. A host not listed is reached by its '
+             'nova host name.'),
 ]
+
+
+def list_opts():
+    """The plugin's option groups, as (group, options) pairs."""
+    return [(os_brick_cas_group, OsBrickCasGroup)]

@@ -10,27 +10,39 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Tempest plugin entry point (``tempest.test_plugins``: os_brick_cas)."""
+"""Tempest plugin entry point.
+
+Registered in setup.cfg under ``tempest.test_plugins`` as
+``os_brick_cas = os_brick_cas_tempest_plugin.plugin:OsBrickCasTempestPlugin``.
+"""
 
 import os
 
-from tempest import config
+from tempest import config as tempest_config
 from tempest.test_discover import plugins
 
 from os_brick_cas_tempest_plugin import config as plugin_config
 
+PACKAGE = 'os_brick_cas_tempest_plugin'
+
 
 class OsBrickCasTempestPlugin(plugins.TempestPlugin):
+    """Tests of Open CAS cached Cinder volumes and their options."""
 
     def load_tests(self):
-        base_path = os.path.split(os.path.dirname(
-            os.path.abspath(__file__)))[0]
-        test_dir = 'os_brick_cas_tempest_plugin/tests'
-        return os.path.join(base_path, test_dir), base_path
+        """(directory of the tests, top level directory to import from).
+
+        The top level is the directory holding this package, so test ids
+        start with ``os_brick_cas_tempest_plugin.tests.``.
+        """
+        package_dir = os.path.dirname(os.path.abspath(__file__))
+        return (os.path.join(package_dir, 'tests'),
+                os.path.dirname(package_dir))
 
     def register_opts(self, conf):
-        config.register_opt_group(conf, plugin_config.group,
-                                  plugin_config.opts)
+        for group, options in plugin_config.list_opts():
+            tempest_config.register_opt_group(conf, group, options)
 
     def get_opt_lists(self):
-        return [(plugin_config.group.name, plugin_config.opts)]
+        return [(group.name, options)
+                for group, options in plugin_config.list_opts()]

@@ -10,116 +10,203 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The tempest plugin's registration and helper logic, without a cloud."""
+"""Registration of the tempest plugin: entry point, options, test loading.
 
+Options are registered on a private ConfigOpts here; test discovery runs
+in a child Python, because importing the tests loads tempest's global
+configuration.
+"""
+
+import json
 import os
 import subprocess
-import types
+import sys
+import textwrap
 
 import fixtures
 from oslo_config import cfg
+import stevedore
 import testtools
 
 from os_brick_cas_tempest_plugin import config as plugin_config
-from os_brick_cas_tempest_plugin import helpers
 from os_brick_cas_tempest_plugin import plugin
 
-VOLUME = '0d6c3a4e-3c5b-4d5e-9f1a-2b3c4d5e6f70'
-CASADM_CSV = (
-    'type,id,disk,status,write policy,device\n'
-    'cache,1,/dev/disk/by-id/nvme-a-part1,Running,wt,-\n'
-    'core,1,/dev/disk/by-id/rbd-volumes-volume-%s,Active,-,/dev/cas1-1\n'
-    'cache,2,/dev/disk/by-id/nvme-a-part2,Running,wb,-\n'
-    'core,1,/dev/disk/by-id/rbd-volumes-volume-other,Active,-,/dev/cas2-1\n'
-    % VOLUME)
+OPTION_NAMES = {'enabled', 'offered_modes', 'volume_types',
+                'compute_host_access', 'compute_ssh_user',
+                'compute_ssh_key_file', 'compute_host_addresses'}
+
+PREFIX = 'os_brick_cas_tempest_plugin.tests.'
+EXPECTED_TESTS = {
+    'api.test_extra_specs.CacheModeExtraSpecsTest.'
+    'test_cacheable_multiattach_type_refused',
+    'api.test_extra_specs.CacheModeExtraSpecsTest.'
+    'test_unknown_cache_mode_refused',
+    'api.test_extra_specs.CacheModeExtraSpecsTest.'
+    'test_configured_types_ask_for_their_mode',
+    'scenario.test_cached_volumes.TestCachedVolumeDataWriteThrough.'
+    'test_data_survives_detach_and_reattach',
+    'scenario.test_cached_volumes.TestCachedVolumeDataWriteBack.'
+    'test_data_survives_server_reboot',
+    'scenario.test_cached_volumes.TestCasDeviceOnComputeHost.'
+    'test_cas_device_exists_only_while_attached',
+    'scenario.test_cache_mode_rules.TestLiveMigrationWriteThrough.'
+    'test_live_migration_keeps_data',
+    'scenario.test_cache_mode_rules.TestLiveMigrationWriteBack.'
+    'test_live_migration_refused',
+    'scenario.test_cache_mode_rules.TestSnapshotRuleWriteBack.'
+    'test_snapshot_refused_while_attached_allowed_after_detach',
+}
+
+# Run in a child: discover the plugin's tests the way tempest does (from
+# load_tests) and run them with the feature disabled.
+DISCOVER_AND_RUN = textwrap.dedent('''
+    import json
+    import sys
+    import unittest
+
+    from os_brick_cas_tempest_plugin import plugin
+
+    test_dir, top = plugin.OsBrickCasTempestPlugin().load_tests()
+    suite = unittest.TestLoader().discover(test_dir, top_level_dir=top)
+
+    def ids(suite):
+        for item in suite:
+            if isinstance(item, unittest.TestSuite):
+                yield from ids(item)
+            else:
+                yield item.id()
+
+    listed = sorted(ids(suite))
+    result = unittest.TestResult()
+    suite.run(result)
+    json.dump({'ids': listed, 'run': result.testsRun,
+               'skipped': [[str(t), r] for t, r in result.skipped],
+               'errors': [[str(t), e] for t, e in result.errors],
+               'failures': [[str(t), f] for t, f in result.failures]},
+              open(sys.argv[1], 'w'))
+''')
 
 
-class PluginTestCase(testtools.TestCase):
+class OptionsTestCase(testtools.TestCase):
 
-    def test_registers_its_own_group(self):
+    def conf(self, text=None):
         conf = cfg.ConfigOpts()
         plugin.OsBrickCasTempestPlugin().register_opts(conf)
-        conf([])
-        group = conf[plugin_config.GROUP]
+        args = []
+        if text is not None:
+            path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                'tempest.conf')
+            with open(path, 'w') as conf_file:
+                conf_file.write(text)
+            args = ['--config-file', path]
+        conf(args, project='tempest')
+        return conf
+
+    def test_defaults(self):
+        group = self.conf().os_brick_cas_tempest
         self.assertFalse(group.enabled)
         self.assertEqual(['wt', 'wb'], group.offered_modes)
         self.assertEqual({'wt': 'cas-wt', 'wb': 'cas-wb'},
                          group.volume_types)
+        self.assertFalse(group.compute_host_access)
+        self.assertIsNone(group.compute_ssh_user)
+        self.assertIsNone(group.compute_ssh_key_file)
+        self.assertEqual({}, group.compute_host_addresses)
 
-    def test_option_list_for_sample_generation(self):
+    def test_values_from_tempest_conf(self):
+        group = self.conf(textwrap.dedent('''
+            [os_brick_cas_tempest]
+            enabled = True
+            offered_modes = wt,wo,pt
+            volume_types = wt:fast-wt,wo:journal
+            compute_host_access = True
+            compute_ssh_user = stack
+            compute_ssh_key_file = /opt/stack/.ssh/id_rsa
+            compute_host_addresses = cmp1:192.0.2.11,cmp2:192.0.2.12
+            ''')).os_brick_cas_tempest
+        self.assertTrue(group.enabled)
+        self.assertEqual(['wt', 'wo', 'pt'], group.offered_modes)
+        self.assertEqual({'wt': 'fast-wt', 'wo': 'journal'},
+                         group.volume_types)
+        self.assertTrue(group.compute_host_access)
+        self.assertEqual('stack', group.compute_ssh_user)
+        self.assertEqual('/opt/stack/.ssh/id_rsa',
+                         group.compute_ssh_key_file)
+        self.assertEqual({'cmp1': '192.0.2.11', 'cmp2': '192.0.2.12'},
+                         group.compute_host_addresses)
+
+    def test_unknown_mode_is_refused(self):
+        conf = self.conf('[os_brick_cas_tempest]\n'
+                         'offered_modes = wt,writeback\n')
+        self.assertRaises(cfg.ConfigFileValueError,
+                          lambda: conf.os_brick_cas_tempest.offered_modes)
+
+    def test_group(self):
+        self.assertEqual('os_brick_cas_tempest',
+                         plugin_config.os_brick_cas_group.name)
+        self.assertEqual('os-brick-cas cached volume options',
+                         plugin_config.os_brick_cas_group.title)
+
+    def test_option_lists_for_the_sample_config(self):
         [(name, options)] = plugin.OsBrickCasTempestPlugin().get_opt_lists()
-        self.assertEqual(plugin_config.GROUP, name)
-        self.assertEqual({'enabled', 'offered_modes', 'volume_types',
-                          'compute_host_access', 'compute_ssh_user',
-                          'compute_ssh_key_file'},
-                         {option.name for option in options})
+        self.assertEqual('os_brick_cas_tempest', name)
+        self.assertEqual(OPTION_NAMES, {option.name for option in options})
+        for option in options:
+            self.assertGreater(len(option.help or ''), 30, option.name)
 
-    def test_tests_are_loaded_from_the_plugin_package(self):
+
+class RegistrationTestCase(testtools.TestCase):
+
+    def test_entry_point(self):
+        manager = stevedore.ExtensionManager('tempest.test_plugins')
+        plugins = {ext.name: ext.plugin for ext in manager}
+        self.assertIs(plugin.OsBrickCasTempestPlugin,
+                      plugins.get('os_brick_cas'))
+
+    def test_load_tests_points_at_the_plugin_package(self):
         test_dir, top = plugin.OsBrickCasTempestPlugin().load_tests()
-        self.assertTrue(os.path.isdir(test_dir))
         self.assertEqual(os.path.join(top, 'os_brick_cas_tempest_plugin',
                                       'tests'), test_dir)
+        for package in ('', 'api', 'scenario'):
+            self.assertTrue(os.path.isfile(
+                os.path.join(test_dir, package, '__init__.py')), package)
+        # never a top-level "tests" package that would shadow others
+        self.assertFalse(os.path.isfile(os.path.join(top, '__init__.py')))
 
-
-class SkipReasonTestCase(testtools.TestCase):
-
-    def group(self, **overrides):
-        values = dict(enabled=True, offered_modes=['wt', 'wb'],
-                      volume_types={'wt': 'cas-wt', 'wb': 'cas-wb'})
-        values.update(overrides)
-        return types.SimpleNamespace(**values)
-
-    def test_disabled(self):
-        self.assertIn('disabled', helpers.skip_reason(
-            self.group(enabled=False), 'wt'))
-
-    def test_mode_not_offered(self):
-        self.assertIn('wo is not offered', helpers.skip_reason(
-            self.group(), 'wo'))
-
-    def test_mode_without_type(self):
-        self.assertIn('no volume type', helpers.skip_reason(
-            self.group(volume_types={'wt': 'cas-wt'}), 'wb'))
-
-    def test_runs(self):
-        self.assertIsNone(helpers.skip_reason(self.group(), 'wb'))
-        self.assertIsNone(helpers.skip_reason(self.group()))
-
-
-class GuestCommandsTestCase(testtools.TestCase):
-    """The guest commands run here in dash, on a file for a disk."""
-
-    def run_guest(self, command: str) -> str:
-        # the guest runs them through sudo; here "sudo" just runs them
-        return subprocess.run(['dash', '-c', 'sudo() { "$@"; }; ' + command],
-                              capture_output=True, text=True,
-                              check=True).stdout
-
-    def test_written_pattern_has_the_expected_md5(self):
-        disk = os.path.join(self.useFixture(fixtures.TempDir()).path, 'vdb')
-        with open(disk, 'wb') as image:
-            image.truncate(1024 * 1024)
-        label = VOLUME
-        self.run_guest(helpers.write_pattern_command(disk, label))
-        with open(disk, 'rb') as image:
-            self.assertEqual(helpers.pattern(label),
-                             image.read(helpers.PATTERN_BYTES))
-        self.assertEqual(helpers.md5(helpers.pattern(label)),
-                         self.run_guest(helpers.read_md5_command(
-                             disk)).strip())
-
-    def test_patterns_differ_per_volume(self):
-        self.assertNotEqual(helpers.pattern('a'), helpers.pattern('b'))
-        self.assertEqual(helpers.PATTERN_BYTES, len(helpers.pattern('a')))
-
-
-class CasCoreTestCase(testtools.TestCase):
-
-    def test_core_of_volume(self):
-        core = helpers.cas_core_of_volume(CASADM_CSV, VOLUME)
-        self.assertEqual((1, 1, '/dev/cas1-1'),
-                         (core.cache_id, core.core_id, core.exported))
-
-    def test_volume_not_cached(self):
-        self.assertIsNone(helpers.cas_core_of_volume(
-            CASADM_CSV, '11111111-2222-3333-4444-555555555555'))
+    def test_tests_are_discovered_and_skip_when_disabled(self):
+        workdir = self.useFixture(fixtures.TempDir()).path
+        with open(os.path.join(workdir, 'tempest.conf'), 'w') as conf:
+            conf.write('[oslo_concurrency]\nlock_path = %s\n\n'
+                       '[os_brick_cas_tempest]\nenabled = False\n' % workdir)
+        env = dict(os.environ, TEMPEST_CONFIG_DIR=workdir,
+                   TEMPEST_CONFIG='tempest.conf')
+        output = os.path.join(workdir, 'result.json')
+        child = subprocess.run(
+            [sys.executable, '-c', DISCOVER_AND_RUN, output], cwd=workdir,
+            env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(0, child.returncode, child.stderr)
+        with open(output) as result_file:
+            result = json.load(result_file)
+        self.assertEqual([], result['errors'])
+        self.assertEqual([], result['failures'])
+        # tempest appends "[id-<uuid>,<attrs>]" to test ids
+        listed = {name.split('[')[0][len(PREFIX):] for name in result['ids']
+                  if name.startswith(PREFIX)}
+        self.assertEqual(len(result['ids']), len(listed),
+                         'tests outside the plugin package: %s'
+                         % result['ids'])
+        self.assertTrue(EXPECTED_TESTS <= listed,
+                        EXPECTED_TESTS - listed)
+        self.assertGreaterEqual(len(listed), 20)
+        # A class skipped in setUpClass is reported once, as
+        # "setUpClass (<module>.<class>)"; every class must be among them.
+        skipped = ' '.join(test for test, _ in result['skipped'])
+        for name in result['ids']:
+            test_class = name.split('[')[0].rsplit('.', 1)[0]
+            self.assertIn(test_class, skipped)
+        for test, reason in result['skipped']:
+            self.assertIn('[os_brick_cas_tempest] enabled = False', reason,
+                          test)
+        self.assertEqual(len(result['skipped']), result['run'] + len(
+            [test for test, _ in result['skipped']
+             if test.startswith('setUpClass (')]))
