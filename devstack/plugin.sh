@@ -1,33 +1,71 @@
 #!/bin/bash
-# os-brick-cas devstack plugin: Open CAS caches on the compute host, the
-# package in nova's and cinder's environment, their configuration, the
-# cache-mode volume types and the tempest options.
+# shellcheck source-path=SCRIPTDIR
+# os-brick-cas devstack plugin.
+#
+# devstack sources this file as "plugin.sh <mode> [<phase>]" in the order
+# the plugins were enabled. What runs where:
+#   stack pre-install  check the settings; Open CAS build dependencies
+#   stack install      Open CAS (unless casadm exists), the package into
+#                      nova's/cinder's environment, the nova shim
+#   stack post-config  rootwrap filter, udev rule, cache instances and
+#                      opencas.conf, nova.conf (before devstack copies it to
+#                      nova-cpu.conf), cinder.conf
+#   stack extra        check nova-cpu.conf, create the cas-<mode> types
+#   stack test-config  tempest.conf [os_brick_cas]
+#   unstack            flush and stop the caches (never dropping dirty data)
+#   clean              shim, installed files, loop files, RAM disks
 
-# shellcheck source=devstack/lib/os-brick-cas
-source "$OS_BRICK_CAS_DIR/devstack/lib/os-brick-cas"
+# shellcheck source=lib/os-brick-cas
+source "$(dirname "${BASH_SOURCE[0]}")/lib/os-brick-cas"
 
 if [[ "$1" == "stack" && "$2" == "pre-install" ]]; then
-    echo_summary "os-brick-cas: Open CAS"
-    install_open_cas
+    check_os_brick_cas_settings
+    if is_service_enabled n-cpu; then
+        echo_summary "os-brick-cas: Open CAS build dependencies"
+        install_open_cas_build_deps
+    fi
+
 elif [[ "$1" == "stack" && "$2" == "install" ]]; then
-    echo_summary "os-brick-cas: installing the package"
-    install_os_brick_cas
+    if is_service_enabled n-cpu; then
+        echo_summary "os-brick-cas: installing Open CAS"
+        install_open_cas
+    fi
+    if is_service_enabled n-cpu c-vol c-api; then
+        echo_summary "os-brick-cas: installing os-brick-cas"
+        install_os_brick_cas
+    fi
+
 elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
-    echo_summary "os-brick-cas: cache instances and configuration"
-    start_cache_instances
-    configure_nova_os_brick_cas
-    configure_cinder_os_brick_cas
+    if is_service_enabled n-cpu; then
+        echo_summary "os-brick-cas: Open CAS caches and nova"
+        configure_os_brick_cas_host
+        start_open_cas_caches
+        configure_os_brick_cas_nova
+    fi
+    if is_service_enabled c-vol c-api; then
+        echo_summary "os-brick-cas: cinder"
+        configure_os_brick_cas_cinder
+    fi
+
 elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
-    echo_summary "os-brick-cas: volume types"
-    create_cache_volume_types
+    if is_service_enabled n-cpu; then
+        verify_os_brick_cas_nova_cpu_conf
+    fi
+    if is_service_enabled c-api; then
+        echo_summary "os-brick-cas: cache-mode volume types"
+        create_os_brick_cas_volume_types
+    fi
+
 elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
-    configure_tempest_os_brick_cas
-fi
+    if is_service_enabled tempest; then
+        configure_os_brick_cas_tempest
+    fi
 
-if [[ "$1" == "unstack" ]]; then
-    stop_cache_instances
-fi
+elif [[ "$1" == "unstack" ]]; then
+    if is_service_enabled n-cpu; then
+        stop_open_cas_caches
+    fi
 
-if [[ "$1" == "clean" ]]; then
+elif [[ "$1" == "clean" ]]; then
     cleanup_os_brick_cas
 fi
