@@ -42,7 +42,8 @@ present() {
 
 suite() {
     case "$1" in
-        pep8) flake8 && tools/shellcheck-all.sh ;;
+        pep8) flake8 && tools/shellcheck-all.sh &&
+              python -m docutils --halt=2 README.rst /dev/null ;;
         unit) stestr_run tests/unit ;;
         functional) stestr_run tests/functional --concurrency 1 ;;
         nova) stestr_run tests/nova --concurrency 1 ;;
