@@ -29,6 +29,8 @@ import uuid
 
 import fixtures
 
+from os_brick_cas.simulator import state as state_mod
+
 REQUIRED_TOOLS = ('ceph-mon', 'ceph-osd', 'ceph', 'monmaptool',
                   'ceph-authtool', 'rbd', 'rbd-fuse', 'losetup',
                   'fusermount')
@@ -37,6 +39,29 @@ REQUIRED_TOOLS = ('ceph-mon', 'ceph-osd', 'ceph', 'monmaptool',
 def missing_tools() -> list[str]:
     """Ceph tools this machine lacks (tools/install-ceph.sh installs)."""
     return [tool for tool in REQUIRED_TOOLS if not shutil.which(tool)]
+
+
+def run(*argv: str, timeout: float = 60) -> str:
+    """Run a Ceph/loop/FUSE tool; its stdout, or RuntimeError with output."""
+    done = subprocess.run(list(argv), capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode:
+        raise RuntimeError('%s failed (%d): %s%s' % (
+            ' '.join(argv), done.returncode, done.stdout, done.stderr))
+    return done.stdout
+
+
+def real_rbd() -> str:
+    """Ceph's own rbd CLI: the first on PATH that is not a stand-in."""
+    for entry in os.environ.get('PATH', '').split(os.pathsep):
+        candidate = os.path.join(entry, 'rbd')
+        if not (os.path.isfile(candidate) and
+                os.access(candidate, os.X_OK)):
+            continue
+        with open(candidate, 'rb') as tool:
+            if state_mod.ENV.encode() not in tool.read(4096):
+                return candidate
+    raise RuntimeError("Ceph's rbd CLI not found on PATH")
 
 
 def _free_port() -> int:
@@ -107,21 +132,21 @@ class CephCluster(fixtures.Fixture):
                 memstore_bytes=self.memstore_mb * 2 ** 20))
         self.addCleanup(self.stop)
         keyring = os.path.join(self.root, 'keyring')
-        self._run('ceph-authtool', '--create-keyring', keyring,
-                  '--gen-key', '-n', 'mon.', '--cap', 'mon', 'allow *')
+        run('ceph-authtool', '--create-keyring', keyring,
+            '--gen-key', '-n', 'mon.', '--cap', 'mon', 'allow *')
         monmap = os.path.join(self.root, 'monmap')
-        self._run('monmaptool', '--create', '--fsid', fsid, '--addv', 'a',
-                  '[v1:127.0.0.1:%d]' % self.port, monmap)
-        self._run('ceph-mon', '-c', self.conf, '--mkfs', '-i', 'a',
-                  '--monmap', monmap)
-        self._run('ceph-mon', '-c', self.conf, '-i', 'a')
+        run('monmaptool', '--create', '--fsid', fsid, '--addv', 'a',
+            '[v1:127.0.0.1:%d]' % self.port, monmap)
+        run('ceph-mon', '-c', self.conf, '--mkfs', '-i', 'a',
+            '--monmap', monmap)
+        run('ceph-mon', '-c', self.conf, '-i', 'a')
         self._remember_pids()
         osd_uuid = str(uuid.uuid4())
         osd_id = self.ceph('osd', 'new', osd_uuid).strip()
         os.makedirs(os.path.join(self.root, 'osd', 'osd.%s' % osd_id))
-        self._run('ceph-osd', '-c', self.conf, '-i', osd_id, '--mkfs',
-                  '--osd-uuid', osd_uuid)
-        self._run('ceph-osd', '-c', self.conf, '-i', osd_id)
+        run('ceph-osd', '-c', self.conf, '-i', osd_id, '--mkfs',
+            '--osd-uuid', osd_uuid)
+        run('ceph-osd', '-c', self.conf, '-i', osd_id)
         self._remember_pids()
         self.ceph('osd', 'crush', 'add', 'osd.%s' % osd_id, '1.0',
                   'host=localhost', 'root=default')
@@ -129,21 +154,12 @@ class CephCluster(fixtures.Fixture):
         self.ceph('osd', 'pool', 'application', 'enable', self.pool, 'rbd')
         self._wait_usable()
 
-    def _run(self, *argv: str, timeout: float = 60) -> str:
-        done = subprocess.run(list(argv), capture_output=True, text=True,
-                              timeout=timeout)
-        if done.returncode:
-            raise RuntimeError('%s failed (%d): %s%s' % (
-                ' '.join(argv), done.returncode, done.stdout, done.stderr))
-        return done.stdout
-
     def ceph(self, *args: str) -> str:
-        return self._run('ceph', '-c', self.conf, *args, timeout=60)
+        return run('ceph', '-c', self.conf, *args, timeout=60)
 
-    def rbd(self, *args: str) -> str:
+    def rbd(self, *args: str, timeout: float = 60) -> str:
         """Ceph's own rbd CLI (never a stand-in earlier on PATH)."""
-        real = '/usr/bin/rbd' if os.path.exists('/usr/bin/rbd') else 'rbd'
-        return self._run(real, '-c', self.conf, *args, timeout=60)
+        return run(real_rbd(), '-c', self.conf, *args, timeout=timeout)
 
     def _wait_usable(self, deadline: float = 60) -> None:
         """Until an image can be created and removed in the pool."""
@@ -152,9 +168,8 @@ class CephCluster(fixtures.Fixture):
         last: Optional[Exception] = None
         while time.monotonic() < end:
             try:
-                self._run('rbd', '-c', self.conf, 'create', probe,
-                          '--size', '1M', timeout=15)
-                self._run('rbd', '-c', self.conf, 'rm', probe, timeout=15)
+                self.rbd('create', probe, '--size', '1M', timeout=15)
+                self.rbd('rm', probe, timeout=15)
                 return
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 last = exc

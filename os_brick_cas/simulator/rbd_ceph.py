@@ -23,6 +23,8 @@ import os
 import subprocess
 import time
 
+from os_brick_cas.simulator import ceph_cluster
+
 CONF_FILE = 'ceph.conf.path'
 
 
@@ -41,28 +43,8 @@ def _mountpoint(state_dir: str, pool: str, image: str) -> str:
     return os.path.join(state_dir, 'fuse', pool, image)
 
 
-def _run(*argv: str, timeout: float = 60) -> str:
-    done = subprocess.run(list(argv), capture_output=True, text=True,
-                          timeout=timeout)
-    if done.returncode:
-        raise RuntimeError('%s failed (%d): %s' % (
-            ' '.join(argv), done.returncode, done.stderr.strip()))
-    return done.stdout
-
-
-def _real_rbd(state_dir: str) -> str:
-    """Ceph's own rbd CLI (PATH starts with this stand-in's bin dir)."""
-    own = os.path.realpath(os.path.join(state_dir, 'bin'))
-    for entry in os.environ.get('PATH', '').split(os.pathsep):
-        candidate = os.path.join(entry, 'rbd')
-        if (os.path.realpath(entry) != own and os.path.isfile(candidate)
-                and os.access(candidate, os.X_OK)):
-            return candidate
-    raise RuntimeError('Ceph\'s rbd CLI not found on PATH')
-
-
 def image_exists(state_dir: str, pool: str, image: str) -> bool:
-    done = subprocess.run([_real_rbd(state_dir), '-c', _conf(state_dir),
+    done = subprocess.run([ceph_cluster.real_rbd(), '-c', _conf(state_dir),
                            'info', '%s/%s' % (pool, image)],
                           capture_output=True, timeout=60)
     return done.returncode == 0
@@ -72,8 +54,8 @@ def map_image(state_dir: str, pool: str, image: str) -> str:
     """Expose *pool/image* as a loop device; return its path."""
     mountpoint = _mountpoint(state_dir, pool, image)
     os.makedirs(mountpoint, exist_ok=True)
-    _run('rbd-fuse', '-c', _conf(state_dir), '-p', pool, '-r', image,
-         mountpoint)
+    ceph_cluster.run('rbd-fuse', '-c', _conf(state_dir), '-p', pool, '-r',
+                     image, mountpoint)
     image_file = os.path.join(mountpoint, image)
     end = time.monotonic() + 10
     while not os.path.exists(image_file):
@@ -82,8 +64,8 @@ def map_image(state_dir: str, pool: str, image: str) -> str:
             raise RuntimeError('rbd-fuse did not expose %s' % image_file)
         time.sleep(0.05)
     try:
-        return _run('losetup', '--find', '--show', '--direct-io=on',
-                    image_file).strip()
+        return ceph_cluster.run('losetup', '--find', '--show',
+                                '--direct-io=on', image_file).strip()
     except Exception:
         _unmount(mountpoint)
         raise
