@@ -46,6 +46,13 @@ class CoreReport:
     read_hit_ratio: Optional[float]
     write_hit_ratio: Optional[float]
 
+    @property
+    def core(self) -> casadm_mod.Core:
+        """The casadm core this report describes."""
+        return casadm_mod.Core(cache_id=self.cache_id, core_id=self.core_id,
+                               device=self.core_device, status=self.status,
+                               exported=self.exported)
+
 
 @dataclasses.dataclass
 class CacheReport:
@@ -76,6 +83,11 @@ def rbd_image_of(core_device: str) -> tuple[Optional[str], Optional[str]]:
         return ('%s/%s' % (cinder.group('pool'), cinder.group('image')),
                 cinder.group('volume_id'))
     return None, None
+
+
+def percent(ratio: Optional[float]) -> str:
+    """A 0..1 ratio as '12.3%', '-' when unknown."""
+    return '-' if ratio is None else '%.1f%%' % (100 * ratio)
 
 
 def _number(stats: dict[str, str], title: str) -> Optional[float]:

@@ -166,9 +166,6 @@ def run(args: argparse.Namespace) -> int:
     for label, path in devices:
         if before[label] is not None or after[label] is not None:
             print('Open CAS read hit ratio of %s: %s before, %s after' % (
-                label, _pct(before[label]), _pct(after[label])))
+                label, report.percent(before[label]),
+                report.percent(after[label])))
     return 0
-
-
-def _pct(ratio: Optional[float]) -> str:
-    return '-' if ratio is None else '%.1f%%' % (100 * ratio)

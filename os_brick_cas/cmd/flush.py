@@ -75,7 +75,7 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
                             'detach the volume to flush it' % prefix)
             print('%s: SKIPPED (inactive)' % prefix, file=out)
             continue
-        before = casadm.dirty_blocks(_core(core))
+        before = casadm.dirty_blocks(core.core)
         print('%s: %d dirty blocks, flushing (timeout %ds)...' % (
             prefix, before, timeout), file=out, flush=True)
         start = time.monotonic()
@@ -86,16 +86,10 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
             elapsed = time.monotonic() - start
             print('%s: FAILED after %.1fs' % (prefix, elapsed), file=out)
             continue
-        after = casadm.dirty_blocks(_core(core))
+        after = casadm.dirty_blocks(core.core)
         print('%s: done in %.1fs, %d dirty blocks left' % (
             prefix, time.monotonic() - start, after), file=out)
     return failures
-
-
-def _core(core: report.CoreReport) -> casadm_mod.Core:
-    return casadm_mod.Core(cache_id=core.cache_id, core_id=core.core_id,
-                           device=core.core_device, status=core.status,
-                           exported=core.exported)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,10 +46,6 @@ def configured_instances() -> dict[int, str]:
             for mode, cache_id in policy.instances.items()}
 
 
-def _pct(ratio: Optional[float]) -> str:
-    return '-' if ratio is None else '%.1f%%' % (100 * ratio)
-
-
 def _num(value: Optional[float]) -> str:
     return '-' if value is None else str(value)
 
@@ -70,7 +66,7 @@ def render_table(reports: list[report.CacheReport]) -> str:
         lines.append(cache_row % (
             cache.cache_id, cache.mode, cache.status, cache.device,
             cache.configured_mode or 'no', occupancy,
-            _num(cache.dirty_blocks), _pct(cache.read_hit_ratio)))
+            _num(cache.dirty_blocks), report.percent(cache.read_hit_ratio)))
         if cache.cores:
             lines.append(core_row % ('CORE', 'VOLUME', 'DEVICE', 'STATE',
                                      'DIRTY', 'READ HIT', 'WRITE HIT',
@@ -79,7 +75,8 @@ def render_table(reports: list[report.CacheReport]) -> str:
             lines.append(core_row % (
                 core.core_id, core.volume_id or '(not a Cinder volume)',
                 core.exported or '-', core.status, _num(core.dirty_blocks),
-                _pct(core.read_hit_ratio), _pct(core.write_hit_ratio),
+                report.percent(core.read_hit_ratio),
+                report.percent(core.write_hit_ratio),
                 core.rbd_device or core.core_device))
         lines.append('')
     lines.append('DIRTY is in 4 KiB blocks not yet written to Ceph.')
