@@ -179,7 +179,7 @@ class VolumeCache(object):
             priv_devices.record_core(core.cache_id, core.core_id,
                                      core.device)
         return CachedDevice(core.cache_id, core.core_id, mode,
-                            core.exported or '/dev/cas%d-%d' % (
+                            core.exported or casadm_mod.exported_path(
                                 core.cache_id, core.core_id), core.device)
 
     def detach(self, core_device: str, volume: str) -> bool:

@@ -180,19 +180,17 @@ _retry_busy = tenacity.retry(
     reraise=True)
 
 
+def exported_path(cache_id: int, core_id: int) -> str:
+    """The cached block device Open CAS exports for a core."""
+    return '/dev/cas%d-%d' % (cache_id, core_id)
+
+
 class Casadm(object):
     """The casadm operations os-brick-cas needs, with typed results."""
 
     def list_caches(self) -> list[CacheInstance]:
         """All cache instances and their cores (by-id paths)."""
         return parse_list(_check('--list-caches', priv_casadm.list_caches()))
-
-    def get_cache(self, cache_id: int) -> CacheInstance:
-        """One cache instance, or CacheNotFound."""
-        for cache in self.list_caches():
-            if cache.cache_id == cache_id:
-                return cache
-        raise exception.CacheNotFound(cache_id=cache_id)
 
     @staticmethod
     def find_core(caches: list[CacheInstance],
@@ -219,7 +217,7 @@ class Casadm(object):
         core_id = int(match.group(1))
         return Core(cache_id=cache_id, core_id=core_id, device=device,
                     status='Active',
-                    exported='/dev/cas%d-%d' % (cache_id, core_id))
+                    exported=exported_path(cache_id, core_id))
 
     @_retry_busy
     def try_add_core(self, cache_id: int, core_id: int, device: str) -> Core:
@@ -232,7 +230,7 @@ class Casadm(object):
                cache_id=cache_id, core_id=core_id, device=device)
         return Core(cache_id=cache_id, core_id=core_id, device=device,
                     status='Active',
-                    exported='/dev/cas%d-%d' % (cache_id, core_id))
+                    exported=exported_path(cache_id, core_id))
 
     @_retry_busy
     def remove_core(self, core: Core) -> None:
