@@ -44,8 +44,9 @@ class CachedRBDDriver(rbd.RBDDriver):
 
     def initialize_connection(self, volume: Any,
                               connector: dict) -> dict[str, Any]:
-        data = super().initialize_connection(volume, connector)
+        # invalid specs are refused before anything asks Ceph
         spec = guards.cache_spec(volume)
+        data = super().initialize_connection(volume, connector)
         if not spec.cacheable:
             return data
         guards.refuse_fenced_connection(volume, connector)
