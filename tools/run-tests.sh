@@ -21,6 +21,11 @@ fi
 export PATH="$PWD/.venv/bin:$PATH"
 export OS_BRICK_CAS_REQUIRE_CEPH=${OS_BRICK_CAS_REQUIRE_CEPH:-1}
 
+# Failures are printed again after the summary, so the tail of a CI log
+# (often all that is kept) says which test failed and why.
+FAILURES_DIR=$(mktemp -d)
+trap 'rm -rf "$FAILURES_DIR"' EXIT
+
 stestr_run() {
     local path=$1; shift
     stestr --test-path "$path" --top-dir ./ run "$@"
@@ -72,8 +77,17 @@ for name in "${SUITES[@]}"; do
         absent[$name]=1
     elif ! suite "$name"; then
         failed+=("$name")
+        case "$name" in
+            unit|functional|nova|cinder|ceph)
+                stestr failing > "$FAILURES_DIR/$name.txt" 2>&1 ;;
+        esac
     fi
     took[$name]=$((SECONDS - start))
+done
+for name in "${failed[@]:-}"; do
+    [ -s "$FAILURES_DIR/$name.txt" ] || continue
+    echo "=== failing tests of suite $name (stestr failing, last 120 lines) ==="
+    tail -n 120 "$FAILURES_DIR/$name.txt"
 done
 echo "=== summary ==="
 for name in "${SUITES[@]}"; do
