@@ -24,6 +24,7 @@ State is observed the way an operator would: through ``casadm -L/-P`` and
 
 import json
 import os
+import stat
 import subprocess
 from typing import Any, Optional
 
@@ -65,6 +66,7 @@ class FunctionalTestCase(testtools.TestCase):
         if reason:
             self.skipTest(reason)
         self.tmp = self.useFixture(fixtures.TempDir()).path
+        self._remove_debris_links()
         self.host = self.useFixture(sim_fixture.SimulatedHost(
             caches=dict(self.caches), udev_by_id=self.udev_by_id))
         os.mkdir(os.path.join(self.tmp, 'opencas'))
@@ -91,6 +93,15 @@ class FunctionalTestCase(testtools.TestCase):
         # them to the next one (passing tests assert there are none)
         for name in self.by_id_links():
             os.unlink(os.path.join('/dev/disk/by-id', name))
+
+    def _remove_debris_links(self) -> None:
+        # a killed earlier run can leave links to simulated devices (plain
+        # files) or to nothing; a real krbd link points at a block device
+        for name in self.by_id_links():
+            link = os.path.join('/dev/disk/by-id', name)
+            if not (os.path.exists(link) and
+                    stat.S_ISBLK(os.stat(link).st_mode)):
+                os.unlink(link)
 
     # -- simulated host set-up -------------------------------------------
     def write_opencas_conf(self, cache_ids: list[int]) -> None:
