@@ -17,8 +17,10 @@ faults, make a core dirty, reboot, look at the state.
 """
 
 import os
+import shlex
 import stat
 import sys
+import sysconfig
 from typing import Any, Optional
 
 from os_brick_cas import opencas_conf
@@ -28,6 +30,22 @@ from os_brick_cas.simulator import state as state_mod
 
 TOOLS = {'casadm': 'os_brick_cas.simulator.casadm',
          'rbd': 'os_brick_cas.simulator.rbd'}
+
+
+def _stand_in_pythonpath() -> str:
+    """Where the stand-ins find os_brick_cas and their few dependencies.
+
+    They start with ``python -S`` (no site initialisation of a venv full
+    of OpenStack packages) and keep their bytecode in the state directory
+    even where PYTHONDONTWRITEBYTECODE is set: ~95 ms -> ~64 ms per call
+    on the 2-vCPU CI machine. Stand-in start-up, not the product, is what
+    the concurrency benchmark mostly measures.
+    """
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    paths = sysconfig.get_paths()
+    return os.pathsep.join(dict.fromkeys(
+        [package_root, paths['purelib'], paths['platlib']]))
 
 
 class SimulatedHostControl(object):
@@ -52,8 +70,13 @@ class SimulatedHostControl(object):
         for tool, module in TOOLS.items():
             path = os.path.join(self.bin_dir, tool)
             with open(path, 'w') as wrapper:
-                wrapper.write('#!/bin/sh\n%s=%s exec %s -m %s "$@"\n' % (
-                    state_mod.ENV, self.state_dir, sys.executable, module))
+                wrapper.write(
+                    '#!/bin/sh\n%s=%s PYTHONPATH=%s PYTHONDONTWRITEBYTECODE= '
+                    'PYTHONPYCACHEPREFIX=%s exec %s -S -m %s "$@"\n'
+                    % (state_mod.ENV, shlex.quote(self.state_dir),
+                       shlex.quote(_stand_in_pythonpath()),
+                       shlex.quote(os.path.join(self.state_dir, 'pycache')),
+                       shlex.quote(sys.executable), module))
             os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR |
                      stat.S_IXGRP | stat.S_IXOTH)
 
