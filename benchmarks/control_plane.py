@@ -35,6 +35,7 @@ import argparse
 import concurrent.futures
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -238,6 +239,7 @@ def main(argv: list[str]) -> int:
                                               args.mode)
     finally:
         host.cleanUp()
+        shutil.rmtree(workdir, ignore_errors=True)
 
     print('os-brick-cas control-plane benchmark -- SIMULATED host (stand-in '
           'casadm/rbd sleeping %.0f ms per command), %s cache, udev rule %s;'
