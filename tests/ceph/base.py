@@ -24,7 +24,6 @@ fails.
 
 import atexit
 import os
-import subprocess
 from typing import Any
 import uuid
 
@@ -186,24 +185,3 @@ class CephTestCase(test.TestCase):
         info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
         device = self.connector.connect_volume(info['data'])
         return info['data'], device
-
-
-def write_direct(path: str, offset: int, data: bytes) -> None:
-    """Write *data* at *offset* with O_DIRECT, as a guest's disk would."""
-    subprocess.run(['dd', 'of=%s' % path, 'bs=64k', 'seek=%d' % offset,
-                    'oflag=direct,seek_bytes', 'conv=notrunc,fsync',
-                    'status=none'], input=data, check=True)
-
-
-def read_direct(path: str, offset: int, length: int) -> bytes:
-    """Read with O_DIRECT (bypassing the page cache)."""
-    return subprocess.run(['dd', 'if=%s' % path, 'bs=64k',
-                           'skip=%d' % offset, 'count=%d' % length,
-                           'iflag=direct,skip_bytes,count_bytes',
-                           'status=none'], capture_output=True,
-                          check=True).stdout
-
-
-def pattern(label: str, length: int) -> bytes:
-    unit = ('os-brick-cas %s ' % label).encode()
-    return (unit * (length // len(unit) + 1))[:length]

@@ -12,15 +12,27 @@
 
 """Data end to end on real Ceph: cinder_ext driver -> connector -> librbd."""
 
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+from xml.etree import ElementTree
+
 import ddt
 
 from cinder import exception as cinder_exception
 from cinder.tests.unit import fake_snapshot
 
 from os_brick_cas import exception
+from os_brick_cas import opts
 from tests.ceph import base
+from tests.ceph import blockio
+from tests.ceph import nova_attach
 
 MIB = 2 ** 20
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 
 @ddt.ddt
@@ -33,10 +45,10 @@ class EndToEndTestCase(base.CephTestCase):
         self.assertEqual((True, mode), (data['cacheable'],
                                         data['cache_mode']))
         self.assertTrue(device['path'].startswith('/dev/cas'))
-        payload = base.pattern('%s %s' % (mode, volume.id), MIB)
-        base.write_direct(device['path'], 4 * MIB, payload)
-        self.assertEqual(payload, base.read_direct(device['path'], 4 * MIB,
-                                                   MIB))
+        payload = blockio.pattern('%s %s' % (mode, volume.id), MIB)
+        blockio.write_direct(device['path'], 4 * MIB, payload)
+        self.assertEqual(payload, blockio.read_direct(device['path'],
+                                                      4 * MIB, MIB))
         self.connector.disconnect_volume(data, device)
         self.assertEqual({}, self.host.state()['mappings'])
         self.assertEqual(payload, self.read_from_ceph(volume.name, 4 * MIB,
@@ -47,12 +59,12 @@ class EndToEndTestCase(base.CephTestCase):
         data1, dev1 = self.attach(first)
         data2, dev2 = self.attach(second)
         self.assertNotEqual(dev1['path'], dev2['path'])
-        one = base.pattern('first ' + first.id, MIB)
-        two = base.pattern('second ' + second.id, MIB)
-        base.write_direct(dev1['path'], 0, one)
-        base.write_direct(dev2['path'], 0, two)
-        self.assertEqual(one, base.read_direct(dev1['path'], 0, MIB))
-        self.assertEqual(two, base.read_direct(dev2['path'], 0, MIB))
+        one = blockio.pattern('first ' + first.id, MIB)
+        two = blockio.pattern('second ' + second.id, MIB)
+        blockio.write_direct(dev1['path'], 0, one)
+        blockio.write_direct(dev2['path'], 0, two)
+        self.assertEqual(one, blockio.read_direct(dev1['path'], 0, MIB))
+        self.assertEqual(two, blockio.read_direct(dev2['path'], 0, MIB))
         self.connector.disconnect_volume(data1, dev1)
         self.connector.disconnect_volume(data2, dev2)
         self.assertEqual(one, self.read_from_ceph(first.name, 0, MIB))
@@ -61,8 +73,8 @@ class EndToEndTestCase(base.CephTestCase):
     def test_refused_detach_keeps_device_and_data(self):
         volume = self.create('wb')
         data, device = self.attach(volume)
-        payload = base.pattern('kept ' + volume.id, MIB)
-        base.write_direct(device['path'], 0, payload)
+        payload = blockio.pattern('kept ' + volume.id, MIB)
+        blockio.write_direct(device['path'], 0, payload)
         [cache_id, core_id] = [int(x) for x in device['path'][
             len('/dev/cas'):].split('-')]
         self.host.set_dirty(cache_id, core_id, 256)
@@ -72,7 +84,7 @@ class EndToEndTestCase(base.CephTestCase):
         self.assertRaises(exception.FlushFailed,
                           self.connector.disconnect_volume, data, device)
         # nothing was taken away: the guest's device still has its data
-        self.assertEqual(payload, base.read_direct(device['path'], 0, MIB))
+        self.assertEqual(payload, blockio.read_direct(device['path'], 0, MIB))
         self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
         # the operator fixes the cause; the detach then completes
         self.connector.disconnect_volume(data, device)
@@ -92,8 +104,8 @@ class CinderGuardsTestCase(base.CephTestCase):
     def test_snapshot_clone_extend_of_write_back_volume(self):
         volume = self.create('wb')
         data, device = self.attach(volume)
-        payload = base.pattern('snap ' + volume.id, MIB)
-        base.write_direct(device['path'], 0, payload)
+        payload = blockio.pattern('snap ' + volume.id, MIB)
+        blockio.write_direct(device['path'], 0, payload)
         volume.status = 'in-use'
         snapshot = self.snapshot(volume)
         exc = self.assertRaises(cinder_exception.InvalidVolume,
@@ -113,3 +125,70 @@ class CinderGuardsTestCase(base.CephTestCase):
 
         self.driver.extend_volume(volume, 2)
         self.assertEqual(2 * 1024 * MIB, self.image_size(volume.name))
+
+
+@ddt.ddt
+class NovaVolumeDriverTestCase(base.CephTestCase):
+    """nova_ext's libvirt volume driver on the cluster (own process)."""
+
+    def run_nova_attach(self, volume: Any, write: bool = True
+                        ) -> dict[str, Any]:
+        info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
+        group = base.CONF[opts.GROUP]
+        request = {
+            'connection_info': info,
+            'host_options': {name: group[name] for name in (
+                'cache_instances', 'opencas_conf', 'lock_path',
+                'flush_timeout')},
+            'write': {'offset': 4 * MIB, 'length': MIB,
+                      'label': 'nova ' + volume.id} if write else None}
+        result = subprocess.run(
+            [sys.executable, '-m', 'tests.ceph.nova_attach'],
+            input=json.dumps(request), capture_output=True, text=True,
+            timeout=300, cwd=REPO_ROOT)
+        self.assertEqual(0, result.returncode, result.stderr[-3000:])
+        [line] = [line for line in result.stdout.splitlines()
+                  if line.startswith(nova_attach.RESULT_PREFIX)]
+        return json.loads(line[len(nova_attach.RESULT_PREFIX):])
+
+    def rbd_maps(self) -> int:
+        return len(self.host.calls('rbd', 'map'))
+
+    @ddt.data('wt', 'wb')
+    def test_guest_writes_to_the_cas_device_reach_ceph(self, mode):
+        volume = self.create(mode)
+        result = self.run_nova_attach(volume)
+        self.assertEqual('LibvirtCachedRBDVolumeDriver',
+                         result['volume_driver'])
+        disk = ElementTree.fromstring(result['xml'])
+        self.assertEqual('block', disk.get('type'))
+        path = disk.find('source').get('dev')
+        self.assertTrue(path.startswith('/dev/cas'), path)
+        self.assertEqual(path, result['path'])
+        self.assertEqual(path, result['connection_info']['data'][
+            'device_path'])
+        driver = disk.find('driver')
+        self.assertEqual(('none', 'native'), (driver.get('cache'),
+                                              driver.get('io')))
+        payload = blockio.pattern('nova ' + volume.id, MIB)
+        self.assertEqual(payload, bytes.fromhex(result['read_back']))
+        # disconnect_volume took everything down on the host
+        self.assertEqual(1, self.rbd_maps())
+        self.assertEqual({}, self.host.state()['mappings'])
+        self.assertEqual([], [core for cache in
+                              self.host.state()['caches'].values()
+                              for core in cache['cores']])
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assertEqual(payload, self.read_from_ceph(volume.name, 4 * MIB,
+                                                      MIB))
+
+    def test_uncached_volume_stays_a_librbd_network_disk(self):
+        volume = self.create(None)
+        result = self.run_nova_attach(volume, write=False)
+        self.assertEqual('LibvirtNetVolumeDriver', result['volume_driver'])
+        disk = ElementTree.fromstring(result['xml'])
+        self.assertEqual('network', disk.get('type'))
+        source = disk.find('source')
+        self.assertEqual(('rbd', '%s/%s' % (base.POOL, volume.name)),
+                         (source.get('protocol'), source.get('name')))
+        self.assertEqual(0, self.rbd_maps())
