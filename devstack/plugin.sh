@@ -11,7 +11,7 @@
 #                      opencas.conf, nova.conf (before devstack copies it to
 #                      nova-cpu.conf), cinder.conf
 #   stack extra        check nova-cpu.conf, create the cas-<mode> types
-#   stack test-config  tempest.conf [os_brick_cas]
+#   stack test-config  tempest.conf [os_brick_cas_tempest]
 #   unstack            flush and stop the caches (never dropping dirty data)
 #   clean              shim, installed files, loop files, RAM disks
 

@@ -28,16 +28,18 @@ import re
 import shlex
 from typing import Iterable, Mapping, Optional, Sequence
 
+from cinder_ext import extra_specs
 from os_brick_cas import modes
 
 ALL_MODES = modes.ALL_MODES
 DIRTY_MODES = tuple(mode.value for mode in modes.CacheMode
                     if mode.holds_dirty_data)
 
-CACHEABLE = 'cacheable'
-CACHE_MODE = 'cas:cache_mode'
-MULTIATTACH = 'multiattach'
-TRUE = '<is> True'
+# the extra-spec vocabulary cinder_ext validates, from one place
+CACHEABLE = extra_specs.CACHEABLE
+CACHE_MODE = extra_specs.CACHE_MODE
+MULTIATTACH = extra_specs.MULTIATTACH
+TRUE = extra_specs.TRUE
 
 #: Run on a compute host. ``--by-id-path`` makes casadm print the
 #: /dev/disk/by-id link a core was added with (rbd-<pool>-volume-<id>)
@@ -57,7 +59,6 @@ _CAS_DEVICE = re.compile(r'^/dev/cas\d+-\d+$')
 _TOKEN = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$')
 _GUEST_DISK = re.compile(r'^[a-z][a-z0-9]*$')
 _MD5 = re.compile(r'^[0-9a-f]{32}$')
-_EMPTY_MD5 = hashlib.md5(b'', usedforsecurity=False).hexdigest()
 
 
 class ConfigurationError(ValueError):
@@ -156,6 +157,9 @@ def compute_host_address(host: str, addresses: Mapping[str, str]) -> str:
 def _md5(data: bytes) -> str:
     # a checksum of test data, not a security measure
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+_EMPTY_MD5 = _md5(b'')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -346,14 +350,13 @@ def parse_casadm_list(text: str) -> list:
     return cores
 
 
-def cores_for_volume(cores: Iterable[CasCore], volume_id: str,
-                     image_name_template: str = 'volume-%s') -> list:
+def cores_for_volume(cores: Iterable[CasCore], volume_id: str) -> list:
     """Cores whose by-id disk names the RBD image of *volume_id*.
 
     The link is ``/dev/disk/by-id/rbd-<pool>-<image>``; the whole image
     name is compared, so one volume id never matches another's.
     """
-    image = image_name_template % volume_id
+    image = 'volume-%s' % volume_id
     return [core for core in cores
             if os.path.basename(core.disk).startswith('rbd-') and
             os.path.basename(core.disk).endswith('-' + image)]

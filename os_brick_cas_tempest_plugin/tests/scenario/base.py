@@ -74,7 +74,6 @@ class CachedVolumeScenarioTest(manager.ScenarioTest):
     def setup_clients(cls):
         super().setup_clients()
         cls.admin_servers_client = cls.os_admin.servers_client
-        cls.admin_volumes_client = cls.os_admin.volumes_client_latest
 
     # -- configuration -------------------------------------------------------
 
@@ -87,15 +86,19 @@ class CachedVolumeScenarioTest(manager.ScenarioTest):
             raise lib_exc.InvalidConfiguration(str(exc)) from None
 
     @classmethod
-    def host_checks_enabled(cls):
+    def host_skip_reason(cls):
+        """Why compute-host checks are off (None when they run)."""
         group = CONF.os_brick_cas_tempest
         try:
-            reason = helpers.host_access_skip_reason(
+            return helpers.host_access_skip_reason(
                 group.compute_host_access, group.compute_ssh_user,
                 group.compute_ssh_key_file)
         except helpers.ConfigurationError as exc:
             raise lib_exc.InvalidConfiguration(str(exc)) from None
-        return reason is None
+
+    @classmethod
+    def host_checks_enabled(cls):
+        return cls.host_skip_reason() is None
 
     # -- guests --------------------------------------------------------------
 
@@ -156,10 +159,6 @@ class CachedVolumeScenarioTest(manager.ScenarioTest):
                                     '; '.join(str(m) for m in mismatches)))
 
     # -- compute hosts -----------------------------------------------------
-
-    def compute_host_of(self, server):
-        return self.admin_servers_client.show_server(
-            server['id'])['server']['OS-EXT-SRV-ATTR:host']
 
     def _host_client(self, host):
         group = CONF.os_brick_cas_tempest

@@ -51,14 +51,14 @@ class TestLiveMigrationWriteThrough(base.CachedVolumeScenarioTest):
         volume = self.create_cached_volume()
         pattern = helpers.GuestPattern(volume['id'])
         device = self.attach(guest, volume)
-        source = self.compute_host_of(guest.server)
+        source = self.get_host_for_server(guest.server['id'])
         source_core = self.assert_cas_device(source, volume, 'wt')
         self.write_pattern(guest, device, pattern)
 
         self.request_live_migration(guest.server)
         waiters.wait_for_server_status(self.servers_client,
                                        guest.server['id'], 'ACTIVE')
-        destination = self.compute_host_of(guest.server)
+        destination = self.get_host_for_server(guest.server['id'])
         self.assertNotEqual(
             source, destination,
             'server %s did not move; its live migrations: %s'
@@ -108,7 +108,7 @@ class TestLiveMigrationWriteBack(base.CachedVolumeScenarioTest):
         volume = self.create_cached_volume()
         pattern = helpers.GuestPattern(volume['id'])
         device = self.attach(guest, volume)
-        source = self.compute_host_of(guest.server)
+        source = self.get_host_for_server(guest.server['id'])
         self.write_pattern(guest, device, pattern)
 
         try:
@@ -122,7 +122,7 @@ class TestLiveMigrationWriteBack(base.CachedVolumeScenarioTest):
 
         waiters.wait_for_server_status(self.servers_client,
                                        guest.server['id'], 'ACTIVE')
-        self.assertEqual(source, self.compute_host_of(guest.server),
+        self.assertEqual(source, self.get_host_for_server(guest.server['id']),
                          'server with a write-back volume left its host')
         self.assertEqual(
             'in-use',
@@ -199,7 +199,6 @@ class TestSnapshotRuleWriteBack(base.CachedVolumeScenarioTest):
         snapshot = self.create_volume_snapshot(volume['id'])
         restored = self.create_volume(snapshot_id=snapshot['id'])
         restored_device = self.attach(guest, restored)
-        self.assert_pattern(guest, restored_device,
-                            helpers.GuestPattern(volume['id']),
+        self.assert_pattern(guest, restored_device, pattern,
                             'in a volume made from the snapshot taken after '
                             'detach')

@@ -19,6 +19,8 @@ host (one active core in a cache instance of the right mode, /dev/casI-J
 present) and every detach (core and device gone).
 """
 
+import os
+
 from tempest.common import utils
 from tempest.common import waiters
 from tempest import config
@@ -35,7 +37,7 @@ class _CachedVolumeDataTest(base.CachedVolumeScenarioTest):
 
     def _attach_checked(self, guest, volume):
         device = self.attach(guest, volume)
-        host = self.compute_host_of(guest.server)
+        host = self.get_host_for_server(guest.server['id'])
         core = self.assert_cas_device(host, volume, self.cache_mode)
         return device, host, core
 
@@ -75,9 +77,9 @@ class _CachedVolumeDataTest(base.CachedVolumeScenarioTest):
         self.servers_client.reboot_server(guest.server['id'], type='HARD')
         waiters.wait_for_server_status(self.servers_client,
                                        guest.server['id'], 'ACTIVE')
-        self.assertEqual(host, self.compute_host_of(guest.server))
+        self.assertEqual(host, self.get_host_for_server(guest.server['id']))
         self.assert_cas_device(host, volume, self.cache_mode)
-        self.assertIn(device[len('/dev/'):],
+        self.assertIn(os.path.basename(device),
                       self.guest_client(guest).list_disks(),
                       'the volume is no longer %s in the guest after the '
                       'reboot' % device)
@@ -171,9 +173,9 @@ class TestCasDeviceOnComputeHost(base.CachedVolumeScenarioTest):
     @classmethod
     def skip_checks(cls):
         super().skip_checks()
-        if not cls.host_checks_enabled():
-            raise cls.skipException(helpers.host_access_skip_reason(
-                False, None, None))
+        reason = cls.host_skip_reason()
+        if reason:
+            raise cls.skipException(reason)
 
     @decorators.idempotent_id('880abf83-ca95-4999-9016-6f059e06a058')
     @utils.services('compute', 'volume', 'image', 'network')
@@ -182,7 +184,7 @@ class TestCasDeviceOnComputeHost(base.CachedVolumeScenarioTest):
         for mode in CONF.os_brick_cas_tempest.offered_modes:
             volume = self.create_cached_volume(mode)
             self.attach(guest, volume)
-            host = self.compute_host_of(guest.server)
+            host = self.get_host_for_server(guest.server['id'])
             core = self.assert_cas_device(host, volume, mode)
             self.detach(guest, volume)
             self.assert_cas_device_gone(host, volume, core)
