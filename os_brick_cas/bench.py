@@ -116,6 +116,9 @@ def parse_fio(output: str) -> dict[str, Direction]:
     return result
 
 
+_ROW = '%-15s %-5s %-10s %10s %10s %10s %10s %9s'
+
+
 def _fmt(value: Optional[float], unit: str = '') -> str:
     if value is None:
         return '-'
@@ -131,9 +134,8 @@ def render_table(results: list[dict[str, Any]], labels: list[str]) -> str:
     Direction|None, 'write': Direction|None}``. With two devices a ratio
     row (first / second, so "x faster") follows each pair.
     """
-    header = '%-15s %-5s %-10s %10s %10s %10s %10s %9s' % (
-        'profile', 'dir', 'device', 'avg us', 'P99 us', 'P99.9 us',
-        'P99.99 us', 'IOPS')
+    header = _ROW % ('profile', 'dir', 'device', 'avg us', 'P99 us',
+                     'P99.9 us', 'P99.99 us', 'IOPS')
     lines = [header, '-' * len(header)]
     by_key: dict[tuple[str, str], dict[str, Direction]] = {}
     for item in results:
@@ -148,25 +150,25 @@ def render_table(results: list[dict[str, Any]], labels: list[str]) -> str:
             direction = per_device.get(label)
             if direction is None:
                 continue
-            lines.append('%-15s %-5s %-10s %10s %10s %10s %10s %9s' % (
+            lines.append(_ROW % (
                 profile, name, label, _fmt(direction.avg_us),
                 _fmt(direction.p99_us), _fmt(direction.p999_us),
                 _fmt(direction.p9999_us), _fmt(direction.iops, 'iops')))
         if len(labels) == 2 and all(label in per_device for label in labels):
             base, other = (per_device[label] for label in labels)
-            lines.append('%-15s %-5s %-10s %10s %10s %10s %10s %9s' % (
+            lines.append(_ROW % (
                 '', '', 'ratio',
                 _ratio(base.avg_us, other.avg_us),
                 _ratio(base.p99_us, other.p99_us),
                 _ratio(base.p999_us, other.p999_us),
                 _ratio(base.p9999_us, other.p9999_us),
                 _ratio(other.iops, base.iops)))
-    lines.append('latency: fio total latency (lat_ns), percentiles from '
-                 "fio's histogram; ratio = %s / %s (higher: %s faster)" % (
-                     (labels + ['', ''])[0], (labels + ['', ''])[1],
-                     (labels + ['', ''])[1]) if len(labels) == 2 else
-                 "latency: fio total latency (lat_ns), percentiles from "
-                 "fio's histogram")
+    legend = ("latency: fio total latency (lat_ns), percentiles from fio's "
+              "histogram")
+    if len(labels) == 2:
+        legend += '; ratio = %s / %s (higher: %s faster)' % (
+            labels[0], labels[1], labels[1])
+    lines.append(legend)
     return '\n'.join(lines) + '\n'
 
 

@@ -145,17 +145,19 @@ def _check_cores(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
     ours = set(policy.instances.values())
     for cache in caches:
         for core in cache.cores:
-            info = report.core_report(casadm, core)
-            name = info.volume_id or core.device
+            _, volume_id = report.rbd_image_of(core.device)
             if not core.active:
+                # statistics (one casadm call) only where they are reported
+                dirty = report.core_report(casadm, core).dirty_blocks
                 yield Finding(WARN, 'core %d of instance %d (volume %s) is '
                                     'inactive with %s dirty blocks: its RBD '
                                     'device is missing (host reboot?). '
                                     'Start the server using it, or detach '
                                     'the volume: both map it again and '
                                     'flush.' % (core.core_id, cache.cache_id,
-                                                name, info.dirty_blocks))
-            elif info.volume_id is None:
+                                                volume_id or core.device,
+                                                dirty))
+            elif volume_id is None:
                 yield Finding(WARN, 'core %d of instance %d (%s) is not a '
                                     'Cinder RBD volume; os-brick-cas leaves '
                                     'it alone.' % (core.core_id,
@@ -167,12 +169,12 @@ def _check_cores(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
                                     '"rbd showmapped" and the udev rule.' % (
                                         core.core_id, cache.cache_id,
                                         core.device))
-            if cache.cache_id not in ours and info.volume_id:
+            if cache.cache_id not in ours and volume_id:
                 yield Finding(WARN, 'volume %s is cached by instance %d, '
                                     'which [os_brick_cas] cache_instances '
                                     'does not name: an orphan from an older '
                                     'configuration; detach and re-attach '
-                                    'it.' % (info.volume_id, cache.cache_id))
+                                    'it.' % (volume_id, cache.cache_id))
 
 
 def run(args: argparse.Namespace) -> int:
