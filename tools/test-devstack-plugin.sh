@@ -91,12 +91,10 @@ if op in ('get', 'getm'):
     print(found[0] if op == 'get' and found else ' '.join(found))
     sys.exit(0)
 if start is None:
-    if op == 'del':
-        sys.exit(0)
     lines += ([''] if lines else []) + ['[%s]' % section]
     start, end = len(lines) - 1, len(lines)
 body = lines[start + 1:end]
-if op in ('set', 'del'):
+if op == 'set':
     body = [l for l in body if key(l) != option]
 if op in ('set', 'add'):
     k = len(body)
@@ -280,11 +278,10 @@ run_stub() {
     local name=$1
     shift
     record "$name" "$@"
-    case "$name" in
-        sudo|casadm|modprobe|rmmod|losetup|truncate|parted|make|timeout|openstack)
-            "stub_$name" "$@" ;;
-        *) return 0 ;;
-    esac
+    # commands without a stub_<name> (udevadm, git, ...) only get recorded
+    if declare -F "stub_$name" >/dev/null; then
+        "stub_$name" "$@"
+    fi
 }
 
 
@@ -304,14 +301,8 @@ devstack_stubs() {
     }
     iniget() { ini get "$@"; }
     iniget_multiline() { ini getm "$@"; }
-    inidelete() {
-        [[ "$1" == -sudo ]] && shift
-        record inidelete "$@"
-        ini del "$@"
-    }
     install_package() { record install_package "$@"; }
     setup_develop() { record setup_develop "$@"; }
-    pip_install() { record pip_install "$@"; }
     git_clone() {
         record git_clone "$@"
         mkdir -p "$2"
@@ -479,8 +470,6 @@ ini_is() { [[ "$(ini get "$1" "$2" "$3")" == "$4" ]]; }
 ini_all_is() { [[ "$(ini getm "$1" "$2" "$3")" == "$4" ]]; }
 ini_parses() { ini check "$1"; }
 file_has_line() { grep -qxF -- "$2" "$1"; }
-file_lacks() { ! grep -qF -- "$2" "$1"; }
-count_of() { grep -cF -- "$2" "$1" || true; }
 output_has() { [[ "$OUT$ERR" == *"$1"* ]]; }
 opencas_row() { printf '%s\t%s\t%s' "$@"; }
 # opencas.conf has a line starting with $1
@@ -1005,9 +994,9 @@ write_stub_script() {
     {
         echo '#!/bin/bash'
         echo 'set -euo pipefail'
-        declare -f _q record _inside stub_sudo _casadm_list _casadm_arg \
-            stub_casadm stub_modprobe stub_rmmod stub_losetup stub_truncate \
-            stub_parted stub_make stub_timeout stub_openstack run_stub
+        # shellcheck disable=SC2046
+        declare -f _q record _inside _casadm_list _casadm_arg run_stub \
+            $(compgen -A function stub_)
         # shellcheck disable=SC2016
         echo 'run_stub "$(basename "$0")" "$@"'
     } > "$WORK/stub"
