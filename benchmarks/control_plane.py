@@ -43,13 +43,12 @@ import time
 from typing import Any, Callable
 
 from os_brick.initiator.connectors import rbd as brick_rbd
-import os_brick.privileged
 from oslo_concurrency import processutils
 from oslo_config import cfg
 
+from os_brick_cas.cmd import main as cas_cmd
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import opts
-import os_brick_cas.privileged
 from os_brick_cas.privileged import devices as priv_devices
 from os_brick_cas.simulator import fixture
 
@@ -146,16 +145,14 @@ def measure_sequential(host: fixture.SimulatedHost, meter: Meter,
             volume = props(image, kind == 'cached', mode)
             info: dict[str, Any] = {}
             round_start = time.perf_counter()
-            for step, timings in (('attach', python_attach),
-                                  ('detach', python_detach)):
-                if step == 'attach':
-                    made, python_seconds, file_seconds = privileged_calls(
-                        host, meter,
-                        lambda: info.update(connector.connect_volume(volume)))
-                else:
-                    made, python_seconds, file_seconds = privileged_calls(
-                        host, meter,
-                        lambda: connector.disconnect_volume(volume, info))
+            steps = (
+                ('attach', python_attach,
+                 lambda: info.update(connector.connect_volume(volume))),
+                ('detach', python_detach,
+                 lambda: connector.disconnect_volume(volume, info)))
+            for step, timings, action in steps:
+                made, python_seconds, file_seconds = privileged_calls(
+                    host, meter, action)
                 timings.append((python_seconds, file_seconds))
                 calls.setdefault(step, made)
             walls.append(time.perf_counter() - round_start)
@@ -222,9 +219,7 @@ def main(argv: list[str]) -> int:
                       group=opts.GROUP)
     CONF.set_override('opencas_conf', conf_path, group=opts.GROUP)
     CONF.set_override('lock_path', workdir, group=opts.GROUP)
-    for context in (os_brick_cas.privileged.default,
-                    os_brick.privileged.default):
-        context.set_client_mode(False)
+    cas_cmd.run_privileged_in_process_as_root()
     host = fixture.SimulatedHost(caches={1: 'wt', 2: 'wb'},
                                  udev_by_id=args.udev_rule)
     host.setUp()

@@ -21,6 +21,7 @@ csv module, and turns non-zero exits into specific exceptions.
 import csv
 import dataclasses
 import io
+import os
 import re
 from typing import Callable, Optional
 
@@ -183,6 +184,18 @@ _retry_busy = tenacity.retry(
 def exported_path(cache_id: int, core_id: int) -> str:
     """The cached block device Open CAS exports for a core."""
     return '/dev/cas%d-%d' % (cache_id, core_id)
+
+
+_EXPORTED = re.compile(r'^/dev/cas(?P<cache>\d+)-(?P<core>\d+)$')
+
+
+def core_of_exported(path: str) -> Optional[tuple[int, int]]:
+    """(cache id, core id) if *path* (or its target) is an exported core."""
+    for candidate in (path, os.path.realpath(path)):
+        match = _EXPORTED.match(candidate)
+        if match:
+            return int(match.group('cache')), int(match.group('core'))
+    return None
 
 
 class Casadm(object):

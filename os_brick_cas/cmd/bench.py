@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import stat
 import sys
 from typing import Any, Optional
@@ -38,7 +37,6 @@ from os_brick_cas import exception
 from os_brick_cas import report
 
 FIO_GRACE_SECONDS = 60
-_CAS_DEVICE = re.compile(r'^/dev/cas(?P<cache>\d+)-(?P<core>\d+)$')
 
 
 def add_parser(subparsers: Any) -> None:
@@ -87,18 +85,9 @@ def _is_block(path: str) -> bool:
         raise SystemExit('%s does not exist' % path)
 
 
-def cas_core_of(path: str) -> Optional[tuple[int, int]]:
-    """(cache id, core id) if *path* is an Open CAS exported object."""
-    for candidate in (path, os.path.realpath(path)):
-        match = _CAS_DEVICE.match(candidate)
-        if match:
-            return int(match.group('cache')), int(match.group('core'))
-    return None
-
-
 def hit_ratio(path: str) -> Optional[float]:
     """Read hit ratio of the core behind *path*, None if not a CAS core."""
-    ids = cas_core_of(path)
+    ids = casadm_mod.core_of_exported(path)
     if ids is None:
         return None
     try:

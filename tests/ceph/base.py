@@ -23,8 +23,9 @@ fails.
 """
 
 import atexit
+import contextlib
 import os
-from typing import Any
+from typing import Any, Iterator
 import uuid
 
 from cinder import context
@@ -164,22 +165,24 @@ class CephTestCase(test.TestCase):
         except Exception:
             pass
 
+    @contextlib.contextmanager
+    def ceph_image(self, image: str) -> Iterator[Any]:
+        """*image* opened read-only through librbd on the cluster."""
+        import rados
+        import rbd
+        with rados.Rados(conffile=self.cluster.conf) as cluster, \
+                cluster.open_ioctx(POOL) as ioctx, \
+                rbd.Image(ioctx, image, read_only=True) as img:
+            yield img
+
     def read_from_ceph(self, image: str, offset: int, length: int) -> bytes:
         """Bytes of *image* as librbd reads them from the cluster."""
-        import rados
-        import rbd
-        with rados.Rados(conffile=self.cluster.conf) as cluster:
-            with cluster.open_ioctx(POOL) as ioctx:
-                with rbd.Image(ioctx, image, read_only=True) as img:
-                    return img.read(offset, length)
+        with self.ceph_image(image) as img:
+            return img.read(offset, length)
 
     def image_size(self, image: str) -> int:
-        import rados
-        import rbd
-        with rados.Rados(conffile=self.cluster.conf) as cluster:
-            with cluster.open_ioctx(POOL) as ioctx:
-                with rbd.Image(ioctx, image, read_only=True) as img:
-                    return img.size()
+        with self.ceph_image(image) as img:
+            return img.size()
 
     def attach(self, volume: Any) -> tuple[dict, dict]:
         info = self.driver.initialize_connection(volume, {'host': 'cmp1'})

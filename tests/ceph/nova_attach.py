@@ -17,7 +17,7 @@ registries collide), so the cinder-side test runs this module with the
 connection_info cinder_ext returned, on stdin as JSON::
 
     {"connection_info": {...}, "host_options": {...},
-     "write": {"offset": N, "label": "..."} or null}
+     "write": {"offset": N, "length": N, "label": "..."} or null}
 
 It does what nova-compute does for a volume attach on the simulated host
 whose ``rbd map`` maps the real image: CachedRBDLibvirtDriver picks the
@@ -54,25 +54,18 @@ def _configure(host_options: dict[str, Any]) -> None:
     conf.set_override('use_fence_marker', False, group=nova_ext_opts.GROUP)
 
 
-def _root_in_process() -> None:
-    import os_brick.privileged
-
-    import os_brick_cas.privileged
-    for context in (os_brick_cas.privileged.default,
-                    os_brick.privileged.default):
-        context.set_client_mode(False)
-
-
 def attach_write_detach(request: dict[str, Any]) -> dict[str, Any]:
     """Attach through nova_ext, write as a guest would, detach."""
     from nova.tests.fixtures import libvirt as fakelibvirt
     from nova.virt import fake as fake_virt
 
     from nova_ext import driver as nova_ext_driver
+    from os_brick_cas.cmd import main as cas_cmd
     from tests.ceph import blockio
 
     _configure(request['host_options'])
-    _root_in_process()
+    # the tier runs as root: privsep entry points run in this process
+    cas_cmd.run_privileged_in_process_as_root()
     fixture = fakelibvirt.LibvirtFixture()
     fixture.setUp()
     try:

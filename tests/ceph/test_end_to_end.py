@@ -24,6 +24,7 @@ import ddt
 from cinder import exception as cinder_exception
 from cinder.tests.unit import fake_snapshot
 
+from os_brick_cas import casadm
 from os_brick_cas import exception
 from os_brick_cas import opts
 from tests.ceph import base
@@ -75,8 +76,7 @@ class EndToEndTestCase(base.CephTestCase):
         data, device = self.attach(volume)
         payload = blockio.pattern('kept ' + volume.id, MIB)
         blockio.write_direct(device['path'], 0, payload)
-        [cache_id, core_id] = [int(x) for x in device['path'][
-            len('/dev/cas'):].split('-')]
+        cache_id, core_id = casadm.core_of_exported(device['path'])
         self.host.set_dirty(cache_id, core_id, 256)
         self.host.inject_fault('flush-core', exit_code=1, stderr=(
             'Error while flushing core %d of cache %d\nError while flushing '
@@ -174,11 +174,11 @@ class NovaVolumeDriverTestCase(base.CephTestCase):
         self.assertEqual(payload, bytes.fromhex(result['read_back']))
         # disconnect_volume took everything down on the host
         self.assertEqual(1, self.rbd_maps())
-        self.assertEqual({}, self.host.state()['mappings'])
-        self.assertEqual([], [core for cache in
-                              self.host.state()['caches'].values()
+        state = self.host.state()
+        self.assertEqual({}, state['mappings'])
+        self.assertEqual([], [core for cache in state['caches'].values()
                               for core in cache['cores']])
-        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assertEqual(0, state['dropped_dirty_blocks'])
         self.assertEqual(payload, self.read_from_ceph(volume.name, 4 * MIB,
                                                       MIB))
 
