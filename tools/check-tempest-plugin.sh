@@ -78,8 +78,8 @@ run_tests() {
     [ -s "$work/$name.csv" ] || fail "subunit2csv read nothing from the $name run"
 }
 
-# Check a run: every result has status $2 and every listed class in $1 is
-# covered; for skips the trace must give a reason containing $3.
+# Check run $2: every result has status $3 and every listed class in $1 is
+# covered; for skips the trace must give a reason containing $4.
 verify_run() {
     python - "$1" "$work/$2.csv" "$work/$2.trace" "$3" "$4" <<'PY'
 import csv

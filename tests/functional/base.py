@@ -147,7 +147,7 @@ class FunctionalTestCase(testtools.TestCase):
         stats = casadm.parse_stats(self._tool(
             'casadm', '-P', '-i', str(core.cache_id), '-j',
             str(core.core_id), '-o', 'csv'))
-        return int(stats['Dirty [4KiB Blocks]'])
+        return int(stats[casadm.DIRTY_BLOCKS])
 
     def mappings(self) -> list[dict[str, str]]:
         return json.loads(self._tool('rbd', 'showmapped', '--format=json'))

@@ -31,10 +31,13 @@ import fixtures
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 import nova.conf as nova_conf
+from nova import context as nova_context
+from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base
 import os_brick.privileged
+from oslo_serialization import jsonutils
 import requests
 import requests_mock
 
@@ -89,8 +92,9 @@ class FakeFenceCinder(object):
 class CachedVolumeTestBase(base.ServersTestBase):
 
     microversion = 'latest'
-    #: volume id -> connection_info the Cinder fixture hands out
-    connection_info: dict = {}
+    #: volume id -> cache mode (None: a plain rbd volume); the Cinder
+    #: fixture hands out their connection_info, each has a 16 MiB image
+    volumes: dict[str, Optional[str]] = {}
 
     def setUp(self):
         if os.geteuid() != 0:
@@ -103,7 +107,8 @@ class CachedVolumeTestBase(base.ServersTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.CinderFixture.VOLUME_CONNECTION_INFO',
             dict(nova_fixtures.CinderFixture.VOLUME_CONNECTION_INFO,
-                 **self.connection_info)))
+                 **{volume_id: self.rbd_info('volume-' + volume_id, mode)
+                    for volume_id, mode in self.volumes.items()})))
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.host = self.useFixture(sim_fixture.SimulatedHost(caches=CACHES))
         self.opencas_conf = os.path.join(self.tmp, 'opencas.conf')
@@ -113,6 +118,7 @@ class CachedVolumeTestBase(base.ServersTestBase):
                             '2\t/dev/disk/by-id/nvme-a-part2\tWB\n'
                             '[cores]\n')
         self.host.set_opencas_conf(self.opencas_conf)
+        self.create_images(self.host)
         self.hosts = {'compute1': self.host}
         self.base_path = os.environ['PATH'].split(os.pathsep, 1)[1]
         self.flags(enabled=True, group='os_brick_cas_nova')
@@ -136,8 +142,6 @@ class CachedVolumeTestBase(base.ServersTestBase):
 
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.attachDeviceFlags', capture))
-        for name in self.by_id_links():
-            self.addCleanup(self._unlink, name)
         self.addCleanup(self._remove_stray_links)
 
     def _setup_services(self):
@@ -147,6 +151,19 @@ class CachedVolumeTestBase(base.ServersTestBase):
 
     def _setup_compute_service(self):
         self.flags(compute_driver=nova_cmd.COMPUTE_DRIVER)
+
+    def create_images(self, host: sim_fixture.SimulatedHost) -> None:
+        """The RBD images of :attr:`volumes` (one Ceph behind all hosts)."""
+        for volume_id in self.volumes:
+            host.create_image('volumes', 'volume-' + volume_id, 16)
+
+    def stored_device_path(self, server: dict, volume_id: str) -> str:
+        """device_path in the connection_info nova stored for the BDM."""
+        [bdm] = [b for b in objects.BlockDeviceMappingList.
+                 get_by_instance_uuid(nova_context.get_admin_context(),
+                                      server['id'])
+                 if b.volume_id == volume_id]
+        return jsonutils.loads(bdm.connection_info)['data']['device_path']
 
     @staticmethod
     def rbd_info(image: str, mode: str | None) -> dict:
@@ -185,7 +202,6 @@ class CachedVolumeTestBase(base.ServersTestBase):
         swaps the symlinks udev would keep per machine (/dev/rbd/<pool>/,
         /dev/disk/by-id/rbd-*) when a compute's volume driver runs.
         """
-        self.base_path = os.environ['PATH'].split(os.pathsep, 1)[1]
         second = self.useFixture(sim_fixture.SimulatedHost(
             caches=CACHES, udev_by_id=True, device_offset=50))
         conf = os.path.join(self.tmp, 'opencas-compute2.conf')
@@ -204,7 +220,7 @@ class CachedVolumeTestBase(base.ServersTestBase):
     @staticmethod
     def _udev_links() -> dict[str, str]:
         links = {}
-        for top, names in (('/dev/disk/by-id', None), ('/dev/rbd', None)):
+        for top in ('/dev/disk/by-id', '/dev/rbd'):
             for root, dirs, files in os.walk(top):
                 for name in files + dirs:
                     path = os.path.join(root, name)

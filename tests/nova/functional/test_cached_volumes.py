@@ -25,15 +25,10 @@ PLAIN_VOL = str(uuid.UUID(int=0xca5e3))
 
 class CachedVolumeAttachTestCase(base.CachedVolumeTestBase):
 
+    volumes = {WT_VOL: 'wt', WB_VOL: 'wb', PLAIN_VOL: None}
+
     def setUp(self):
-        self.connection_info = {
-            WT_VOL: self.rbd_info('volume-' + WT_VOL, 'wt'),
-            WB_VOL: self.rbd_info('volume-' + WB_VOL, 'wb'),
-            PLAIN_VOL: self.rbd_info('volume-' + PLAIN_VOL, None),
-        }
         super().setUp()
-        for volume_id in (WT_VOL, WB_VOL, PLAIN_VOL):
-            self.host.create_image('volumes', 'volume-' + volume_id, 16)
         self.start_compute('compute1')
         self.server = self._create_server(networks='none')
 

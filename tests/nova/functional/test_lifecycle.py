@@ -23,10 +23,7 @@ import uuid
 import fixtures
 
 from lxml import etree
-from nova import context as nova_context
-from nova import objects
 from nova.tests.functional.api import client
-from oslo_serialization import jsonutils
 from oslotest import output
 
 from cinder_ext import admin
@@ -40,15 +37,7 @@ WB_VOL = str(uuid.UUID(int=0xca5e12))
 class LifecycleTestBase(base.CachedVolumeTestBase):
 
     ADMIN_API = True
-
-    def setUp(self):
-        self.connection_info = {
-            WT_VOL: self.rbd_info('volume-' + WT_VOL, 'wt'),
-            WB_VOL: self.rbd_info('volume-' + WB_VOL, 'wb'),
-        }
-        super().setUp()
-        for volume_id in (WT_VOL, WB_VOL):
-            self.host.create_image('volumes', 'volume-' + volume_id, 16)
+    volumes = {WT_VOL: 'wt', WB_VOL: 'wb'}
 
 
 class TwoComputesTestBase(LifecycleTestBase):
@@ -58,9 +47,7 @@ class TwoComputesTestBase(LifecycleTestBase):
         super().setUp()
         self.add_second_host()
         # one Ceph cluster behind both hosts (file images in this tier)
-        for volume_id in (WT_VOL, WB_VOL):
-            self.hosts['compute2'].create_image('volumes',
-                                                'volume-' + volume_id, 16)
+        self.create_images(self.hosts['compute2'])
         self.start_compute('compute1')
         self.server = self._create_server(networks='none')
         self.start_compute('compute2')
@@ -73,7 +60,6 @@ class LiveMigrationTestCase(TwoComputesTestBase):
     def setUp(self):
         super().setUp()
         self.useFixture(self._migrate_fixture())
-        self.ctxt = nova_context.get_admin_context()
 
     def _migrate_fixture(self):
         def migrate(domain, destination, params, flags):
@@ -107,11 +93,8 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         # connection_info the destination's connect stored (nova's fake
         # domain drops <serial>, so nova cannot splice it into
         # destination_xml here; a hard reboot renders it instead)
-        [bdm] = [b for b in objects.BlockDeviceMappingList.
-                 get_by_instance_uuid(self.ctxt, server['id'])
-                 if b.volume_id == WT_VOL]
-        self.assertEqual('/dev/cas1-51', jsonutils.loads(
-            bdm.connection_info)['data']['device_path'])
+        self.assertEqual('/dev/cas1-51',
+                         self.stored_device_path(server, WT_VOL))
         # the source's entry is gone and it flushed nothing (wt is clean)
         self.assertEqual([], self.cores('compute1'))
         self.assertEqual([], self.mappings('compute1'))

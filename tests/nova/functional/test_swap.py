@@ -12,10 +12,7 @@
 
 """Swap volume of an attached cached volume leaves no stale core."""
 
-from nova import context as nova_context
-from nova import objects
 from nova.tests import fixtures as nova_fixtures
-from oslo_serialization import jsonutils
 
 from tests.nova.functional import base
 
@@ -26,15 +23,10 @@ NEW = nova_fixtures.CinderFixture.SWAP_NEW_VOL
 class SwapVolumeTestCase(base.CachedVolumeTestBase):
 
     ADMIN_API = True
+    volumes = {OLD: 'wb', NEW: 'wt'}
 
     def setUp(self):
-        self.connection_info = {
-            OLD: self.rbd_info('volume-' + OLD, 'wb'),
-            NEW: self.rbd_info('volume-' + NEW, 'wt'),
-        }
         super().setUp()
-        for volume_id in (OLD, NEW):
-            self.host.create_image('volumes', 'volume-' + volume_id, 16)
         self.start_compute('compute1')
         self.flags(host='compute1')
         self.server = self._create_server(networks='none')
@@ -55,14 +47,11 @@ class SwapVolumeTestCase(base.CachedVolumeTestBase):
                          (new_core.cache_id, new_core.device))
         self.assertEqual(['volume-' + NEW],
                          [m['name'] for m in self.mappings()])
-        self.assertEqual(20, self.host.state()['flushed_blocks'])
-        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        state = self.host.state()
+        self.assertEqual(20, state['flushed_blocks'])
+        self.assertEqual(0, state['dropped_dirty_blocks'])
         self.assertEqual({}, self.cinder.fences)
         # what nova stored for the guest (nova's fake domain does not
         # apply the block copy to its XML, so that cannot be read back)
-        [bdm] = [b for b in objects.BlockDeviceMappingList.
-                 get_by_instance_uuid(nova_context.get_admin_context(),
-                                      self.server['id'])
-                 if b.volume_id == NEW]
-        self.assertEqual(new_core.exported, jsonutils.loads(
-            bdm.connection_info)['data']['device_path'])
+        self.assertEqual(new_core.exported,
+                         self.stored_device_path(self.server, NEW))
