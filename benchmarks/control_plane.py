@@ -225,6 +225,8 @@ def main(argv: list[str]) -> int:
     host.setUp()
     try:
         host.set_opencas_conf(conf_path)
+        CONF.set_override('sysfs_rbd_root', host.sysfs_root,
+                          group=opts.GROUP)
         meter = Meter()
         # warm-up (imports, first lock files), not measured
         measure_sequential(host, meter, 1, args.mode)

@@ -18,7 +18,8 @@ Configure a Ceph backend with::
 
 Everything else is cinder's own RBD driver. Volumes of a type with
 ``cacheable='<is> True'`` get ``cacheable`` and ``cache_mode`` in their
-connection_info; the backend reports ``cacheable: True`` so the scheduler
+connection_info (with the cluster's fsid, so the compute host can tell
+images of two clusters apart); the backend reports ``cacheable: True`` so the scheduler
 can place such volumes on it; other volumes are untouched.
 """
 
@@ -50,7 +51,10 @@ class CachedRBDDriver(rbd.RBDDriver):
         if not spec.cacheable:
             return data
         guards.refuse_fenced_connection(volume, connector)
-        data['data'].update(cacheable=True, cache_mode=spec.mode)
+        # the host names the krbd device's by-id link after the cluster
+        # too and checks it against krbd's sysfs (cluster_fsid)
+        data['data'].update(cacheable=True, cache_mode=spec.mode,
+                            cluster_fsid=self._get_fsid())
         LOG.debug('Volume %(vol)s connects cached in mode %(mode)s',
                   {'vol': volume.id, 'mode': spec.mode})
         return data

@@ -83,9 +83,11 @@ def cached_rbd(connection_info) -> cas_volume.RBDVolume | None:
     """The cacheable RBD volume described by *connection_info*, if any."""
     if connection_info.get('driver_volume_type') != 'rbd':
         return None
-    volume = cas_volume.from_connection_properties(
-        connection_info.get('data'))
-    return volume if volume.cacheable else None
+    data = connection_info.get('data')
+    if not cas_volume.is_cacheable(data):
+        # any name Ceph allows goes to nova's own driver, unvalidated
+        return None
+    return cas_volume.from_connection_properties(data)
 
 
 class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):

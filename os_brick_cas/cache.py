@@ -34,12 +34,14 @@ from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
+from os_brick_cas import identity
 from os_brick_cas import locks
 from os_brick_cas import modes
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
 from os_brick_cas import policy as policy_mod
 from os_brick_cas.privileged import devices as priv_devices
+from os_brick_cas import rbd_names
 
 LOG = logging.getLogger(__name__)
 
@@ -71,7 +73,8 @@ class VolumeCache(object):
         return self._policy or policy_mod.CachePolicy.from_conf(self.conf)
 
     @property
-    def _opencas_conf(self) -> str:
+    def opencas_conf_path(self) -> str:
+        """The Open CAS configuration file this host's cores are kept in."""
         return self.conf[opts.GROUP].opencas_conf
 
     @property
@@ -92,17 +95,20 @@ class VolumeCache(object):
 
     def attach(self, core_device: str, requested: modes.CacheMode,
                volume: str,
-               caches: Optional[list[casadm_mod.CacheInstance]] = None
+               caches: Optional[list[casadm_mod.CacheInstance]] = None,
+               spec: Optional[rbd_names.ImageSpec] = None
                ) -> Optional[CachedDevice]:
         """Cache *core_device* (a by-id link) in an instance for *requested*.
 
+        The device behind the link must be the image the link names (and
+        *spec*, if given): checked in krbd's sysfs before casadm runs.
         Returns None when the fallback policy chose an uncached attach.
         """
         if caches is None:
             caches = self.casadm.list_caches()
         existing = self.casadm.find_core(caches, core_device)
         if existing is not None:
-            return self._reuse(existing, caches, requested, volume)
+            return self._reuse(existing, caches, requested, volume, spec)
         placement = self.policy.place(requested, caches)
         if not placement.cached:
             LOG.warning('Volume %(vol)s asked for cache mode %(mode)s, which '
@@ -122,6 +128,8 @@ class VolumeCache(object):
             self._require_persistent_cache(cache_id, mode, volume)
         # no cache-wide lock: the caller holds the volume's lock, casadm
         # picks the core id, and record_core serialises opencas.conf
+        identity.verify_link(core_device, 'add %s as a core' % core_device,
+                             spec)
         core = self.casadm.add_core(cache_id, core_device)
         if mode.holds_dirty_data:
             try:
@@ -131,7 +139,7 @@ class VolumeCache(object):
                 LOG.exception('Could not record core %(core)s of cache '
                               '%(cache)s in %(conf)s; removing it again.',
                               {'core': core.core_id, 'cache': cache_id,
-                               'conf': self._opencas_conf})
+                               'conf': self.opencas_conf_path})
                 # Nothing was written through it yet: removal is safe.
                 self.casadm.remove_core(core)
                 raise
@@ -143,7 +151,7 @@ class VolumeCache(object):
 
     def _require_persistent_cache(self, cache_id: int,
                                   mode: modes.CacheMode, volume: str) -> None:
-        listed = opencas_conf.read(self._opencas_conf)
+        listed = opencas_conf.read(self.opencas_conf_path)
         if not listed.lists_cache(cache_id):
             raise exception.CacheNotRunning(
                 cache_id=cache_id, status='not persistent',
@@ -151,11 +159,12 @@ class VolumeCache(object):
                        'volume %s, but %s does not list it under [caches]; '
                        'after a reboot that data would not be reloaded. '
                        'Add the instance there and retry.'
-                       % (mode.value, volume, self._opencas_conf))
+                       % (mode.value, volume, self.opencas_conf_path))
 
     def _reuse(self, core: casadm_mod.Core,
                caches: list[casadm_mod.CacheInstance],
-               requested: modes.CacheMode, volume: str) -> CachedDevice:
+               requested: modes.CacheMode, volume: str,
+               spec: Optional[rbd_names.ImageSpec]) -> CachedDevice:
         mode = self._mode_of(caches, core.cache_id)
         if mode != requested:
             LOG.warning('Volume %(vol)s is already a core of instance '
@@ -167,22 +176,26 @@ class VolumeCache(object):
             LOG.debug('Volume %(vol)s is already cached as %(path)s',
                       {'vol': volume, 'path': core.exported})
         else:
+            identity.verify_link(core.device, 're-activate core %d of '
+                                 'instance %d' % (core.core_id,
+                                                  core.cache_id), spec)
             core = self.casadm.try_add_core(core.cache_id, core.core_id,
                                             core.device)
             LOG.info('Re-activated inactive core %(core)s of instance '
                      '%(cache)s for volume %(vol)s as %(path)s',
                      {'core': core.core_id, 'cache': core.cache_id,
                       'vol': volume, 'path': core.exported})
-        if mode.holds_dirty_data and not opencas_conf.read(
-                self._opencas_conf).lists_core(core.cache_id, core.core_id,
-                                               core.device):
+        listed = opencas_conf.read(self.opencas_conf_path)
+        if mode.holds_dirty_data and not listed.lists_core(
+                core.cache_id, core.core_id, core.device):
             priv_devices.record_core(core.cache_id, core.core_id,
                                      core.device)
         return CachedDevice(core.cache_id, core.core_id, mode,
                             core.exported or casadm_mod.exported_path(
                                 core.cache_id, core.core_id), core.device)
 
-    def detach(self, core_device: str, volume: str) -> bool:
+    def detach(self, core_device: str, volume: str,
+               spec: Optional[rbd_names.ImageSpec] = None) -> bool:
         """Flush (if needed) and remove the core added as *core_device*.
 
         Returns False if there was no such core. Raises, leaving the core
@@ -194,8 +207,21 @@ class VolumeCache(object):
             LOG.info('Volume %(vol)s has no Open CAS core for %(dev)s; '
                      'nothing to remove.',
                      {'vol': volume, 'dev': core_device})
-            self._forget_stale_rows(core_device, caches)
+            self.forget_stale_rows(core_device, caches)
             return False
+        return self.detach_core(core, volume, spec, caches)
+
+    def detach_core(self, core: casadm_mod.Core, volume: str,
+                    spec: Optional[rbd_names.ImageSpec] = None,
+                    caches: Optional[list[casadm_mod.CacheInstance]] = None
+                    ) -> bool:
+        """Flush (if needed) and remove *core*, whose link must name *spec*.
+
+        Before a flush or removal writes through the core, krbd's sysfs
+        must confirm the device behind its link is that image.
+        """
+        if caches is None:
+            caches = self.casadm.list_caches()
         mode = self._mode_of(caches, core.cache_id)
         # flushes of one instance are serialised (casadm refuses a second
         # one with "Another flush operation in progress"); removing a core
@@ -203,8 +229,12 @@ class VolumeCache(object):
         with (locks.cache_lock(core.cache_id) if mode.holds_dirty_data
               else contextlib.nullcontext()):
             if not core.active:
-                core = self._reactivate_for_removal(core, volume)
+                core = self._reactivate_for_removal(core, volume, spec)
             if core.active:
+                identity.verify_link(core.device, 'flush and remove core %d '
+                                     'of instance %d' % (core.core_id,
+                                                         core.cache_id),
+                                     spec)
                 if mode.holds_dirty_data:
                     LOG.info('Flushing volume %(vol)s (core %(core)s of '
                              'instance %(cache)s) before removal',
@@ -219,8 +249,9 @@ class VolumeCache(object):
                  {'vol': volume, 'cache': core.cache_id})
         return True
 
-    def _reactivate_for_removal(self, core: casadm_mod.Core,
-                                volume: str) -> casadm_mod.Core:
+    def _reactivate_for_removal(self, core: casadm_mod.Core, volume: str,
+                                spec: Optional[rbd_names.ImageSpec]
+                                ) -> casadm_mod.Core:
         """Deal with an inactive core: remove it if clean, else re-activate.
 
         Returns the core, active if it had to be re-activated so its dirty
@@ -230,7 +261,7 @@ class VolumeCache(object):
         if not dirty:
             self.casadm.remove_inactive_core(core)
             return core
-        if os.path.exists(core.device):
+        if self._is_own_device(core, spec):
             LOG.info('Re-activating inactive core %(core)s of instance '
                      '%(cache)s to flush %(dirty)s dirty blocks of volume '
                      '%(vol)s', {'core': core.core_id,
@@ -244,15 +275,35 @@ class VolumeCache(object):
                    'flushed)' % (volume, core.device),
             core=core.core_id, cache_id=core.cache_id, dirty=dirty)
 
-    def _forget_stale_rows(self, core_device: str,
-                           caches: list[casadm_mod.CacheInstance]) -> None:
+    @staticmethod
+    def _is_own_device(core: casadm_mod.Core,
+                       spec: Optional[rbd_names.ImageSpec]) -> bool:
+        """Whether *core*'s link resolves to its own image's device now.
+
+        After a reboot krbd hands out device numbers anew: an old link may
+        exist and lead to another image's device (never try-add that).
+        """
+        if not os.path.exists(core.device):
+            return False
+        try:
+            identity.verify_link(core.device, 're-activate core %d of '
+                                 'instance %d' % (core.core_id,
+                                                  core.cache_id), spec)
+        except exception.ImageIdentityMismatch as exc:
+            LOG.warning('Not re-activating through %(link)s: %(err)s',
+                        {'link': core.device, 'err': exc})
+            return False
+        return True
+
+    def forget_stale_rows(self, core_device: str,
+                          caches: list[casadm_mod.CacheInstance]) -> None:
         """Drop opencas.conf rows for *core_device* in running instances.
 
         A row of an instance that is not running is kept: that instance may
         still hold the core's dirty data and needs the row to reload it.
         """
         running = {cache.cache_id for cache in caches}
-        listed = opencas_conf.read(self._opencas_conf)
+        listed = opencas_conf.read(self.opencas_conf_path)
         for (cache_id, core_id), device in listed.cores.items():
             if device != core_device:
                 continue
@@ -260,7 +311,7 @@ class VolumeCache(object):
                 LOG.warning('%(conf)s lists %(dev)s as core %(core)s of '
                             'instance %(cache)s, which is not running; '
                             'keeping the row so its data can be reloaded.',
-                            {'conf': self._opencas_conf, 'dev': device,
+                            {'conf': self.opencas_conf_path, 'dev': device,
                              'core': core_id, 'cache': cache_id})
                 continue
             LOG.info('Dropping stale opencas.conf row %(cache)s/%(core)s for '

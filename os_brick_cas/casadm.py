@@ -186,13 +186,13 @@ def exported_path(cache_id: int, core_id: int) -> str:
     return '/dev/cas%d-%d' % (cache_id, core_id)
 
 
-_EXPORTED = re.compile(r'^/dev/cas(?P<cache>\d+)-(?P<core>\d+)$')
+_EXPORTED = re.compile(r'/dev/cas(?P<cache>\d+)-(?P<core>\d+)')
 
 
 def core_of_exported(path: str) -> Optional[tuple[int, int]]:
     """(cache id, core id) if *path* (or its target) is an exported core."""
     for candidate in (path, os.path.realpath(path)):
-        match = _EXPORTED.match(candidate)
+        match = _EXPORTED.fullmatch(candidate)
         if match:
             return int(match.group('cache')), int(match.group('core'))
     return None

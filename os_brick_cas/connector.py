@@ -12,29 +12,48 @@
 
 """Connector for Cinder RBD volumes cached on the host with Open CAS.
 
-Attach: krbd map through os-brick's RBDConnector local attach (stable path
-``/dev/rbd/<pool>/<image>``), make sure ``/dev/disk/by-id/rbd-<pool>-<image>``
-names that device (casadm takes nothing else), add it as a core to the
-instance serving the volume's cache mode, return ``/dev/casX-Y``.
-Detach: flush when the mode can hold dirty data, remove the core, unmap.
+Attach: krbd-map the image, find its /dev/rbdN by pool, namespace and
+image, check in krbd's sysfs that it is that image, name it with the
+by-id link that identifies exactly that image (casadm takes nothing but
+by-id paths), add it as a core to the instance serving the volume's cache
+mode, return ``/dev/casX-Y``. Detach: flush when the core holds dirty data,
+remove the core, unmap exactly that image's device.
 Every failure rolls back what this call did; dirty data is never dropped.
+Volumes that are not cacheable behave exactly as with os-brick's
+RBDConnector (no casadm involved).
 """
 
+import os
 from typing import Any, Optional
 
 from os_brick import exception as brick_exception
 from os_brick.initiator.connectors import rbd
+from os_brick.privileged import rbd as rbd_privsep
 from os_brick import utils as brick_utils
 from oslo_log import log as logging
+from oslo_serialization import jsonutils
 from oslo_utils import excutils
 
 from os_brick_cas import cache as cache_mod
+from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import devlinks
 from os_brick_cas import exception
+from os_brick_cas import identity
 from os_brick_cas import locks
+from os_brick_cas import opencas_conf
+from os_brick_cas import rbd_names
 from os_brick_cas import volume as volume_mod
 
 LOG = logging.getLogger(__name__)
+
+#: casadm is not usable at all on this host
+NO_OPEN_CAS = (exception.CasadmNotFound, exception.CasModuleNotLoaded)
+
+
+def _names_image(core_device: str, spec: rbd_names.ImageSpec) -> bool:
+    """Whether by-id path *core_device* is an identifying link of *spec*."""
+    named = rbd_names.parse_link_name(os.path.basename(core_device))
+    return named is not None and named.same_image(spec)
 
 
 class CachedRBDConnector(rbd.RBDConnector):
@@ -47,86 +66,173 @@ class CachedRBDConnector(rbd.RBDConnector):
         super().__init__(root_helper, *args, **kwargs)
         self.volume_cache = volume_cache or cache_mod.VolumeCache()
 
+    # -- krbd, by exact identity --------------------------------------
+
+    def _find_root_device(self, connection_properties: dict[str, Any],
+                          conf: Optional[str]) -> Optional[str]:
+        """/dev/rbdN mapping the volume's pool/namespace/image, or None.
+
+        os-brick matches the image name only, so same-named images of two
+        pools were confused (detach unmapped the other pool's image).
+        """
+        parts = str(connection_properties.get('name', '')).split('/')
+        spec = rbd_names.ImageSpec(
+            pool=parts[0], namespace=parts[1] if len(parts) == 3 else '',
+            image=parts[-1])
+        return self._find_mapping(spec, connection_properties, conf)
+
+    def _find_mapping(self, spec: rbd_names.ImageSpec,
+                      props: dict[str, Any],
+                      conf: Optional[str] = None) -> Optional[str]:
+        """/dev/rbdN of *spec*'s image (not a snapshot), or None."""
+        out, _err = self._execute('rbd', 'showmapped', '--format=json',
+                                  *self._get_rbd_args(props, conf),
+                                  root_helper=self._root_helper,
+                                  run_as_root=True)
+        mappings = jsonutils.loads(out)
+        if isinstance(mappings, dict):
+            mappings = list(mappings.values())
+        for mapping in mappings:
+            if (mapping.get('pool') == spec.pool and
+                    (mapping.get('namespace') or '') == spec.namespace and
+                    mapping.get('name') == spec.image and
+                    mapping.get('snap', '-') in ('-', '')):
+                return mapping.get('device')
+        return None
+
+    def _map(self, volume: volume_mod.RBDVolume, props: dict[str, Any]
+             ) -> tuple[str, bool]:
+        """krbd-map *volume*; return (/dev/rbdN, whether it was mapped)."""
+        device = self._find_mapping(volume.spec, props)
+        if device is not None:
+            return device, True
+        conf = self.create_non_openstack_config(props)
+        try:
+            cmd = ['rbd', 'map', volume.image, '--pool', volume.pool]
+            if volume.namespace:
+                cmd += ['--namespace', volume.namespace]
+            self._execute(*cmd, *self._get_rbd_args(props, conf),
+                          root_helper=self._root_helper, run_as_root=True)
+        finally:
+            # the temporary conf holds a keyring: gone as soon as mapped
+            if conf:
+                rbd_privsep.delete_if_exists(conf)
+        device = self._find_mapping(volume.spec, props)
+        if device is None:
+            raise brick_exception.VolumeDeviceNotFound(device=volume.label)
+        return device, False
+
+    def _unmap(self, volume: volume_mod.RBDVolume, props: dict[str, Any],
+               device: Optional[str] = None) -> bool:
+        """Unmap exactly *volume*'s device (checked in sysfs first)."""
+        if device is None:
+            device = self._find_mapping(volume.spec, props)
+        if device is None:
+            return False
+        identity.verify_device(device, volume.spec,
+                               'unmap volume %s' % volume.label)
+        self._execute('rbd', 'unmap', device, *self._get_rbd_args(props),
+                      root_helper=self._root_helper, run_as_root=True)
+        return True
+
+    # -- attach --------------------------------------------------------
+
     @brick_utils.trace
     @brick_utils.connect_volume_prepare_result
     def connect_volume(self, connection_properties: dict[str, Any]
                        ) -> dict[str, Any]:
         """Map, cache and return ``{'type': 'block', 'path': ...}``."""
+        if not volume_mod.is_cacheable(connection_properties):
+            return super().connect_volume(connection_properties)
         volume = volume_mod.from_connection_properties(connection_properties)
-        with locks.volume_lock(volume.pool, volume.image):
+        with locks.volume_lock(volume.spec):
             return self._connect(volume, connection_properties)
 
     def _connect(self, volume: volume_mod.RBDVolume,
                  props: dict[str, Any]) -> dict[str, Any]:
-        rbd_path = self.get_rbd_device_name(volume.pool, volume.image)
-        was_mapped = devlinks.resolve(rbd_path) is not None
-        device_info = self._local_attach_volume(props)
-        if not volume.cacheable:
-            LOG.debug('Volume %s is not cacheable; attached through krbd '
-                      'only.', volume.label)
-            return device_info
-        link = devlinks.by_id_link(volume.pool, volume.image)
+        device, was_mapped = self._map(volume, props)
+        link: Optional[str] = None
         link_created = False
         try:
-            if devlinks.resolve(rbd_path) is None:
-                raise brick_exception.VolumeDeviceNotFound(device=rbd_path)
+            mapped = identity.verify_device(
+                device, volume.spec, 'attach volume %s' % volume.label)
+            spec = mapped.spec
+            link = devlinks.by_id_link(spec)
             caches = self.volume_cache.list_caches()
             in_use = self.volume_cache.casadm.find_core(caches, link)
-            link_created = devlinks.ensure_link(link, rbd_path, volume.image,
-                                                in_use=in_use is not None)
+            link_created = devlinks.ensure_link(
+                link, device, spec,
+                in_use=in_use is not None and in_use.active)
             cached = self.volume_cache.attach(link, volume.mode,
-                                              volume.label, caches=caches)
+                                              volume.label, caches=caches,
+                                              spec=spec)
         except Exception:
             with excutils.save_and_reraise_exception():
                 LOG.error('Attaching volume %s failed; undoing what this '
                           'attach did.', volume.label)
-                self._rollback(volume, props, device_info, was_mapped,
+                self._rollback(volume, props, device, was_mapped,
                                link if link_created else None)
         if cached is None:
-            return device_info
-        result = dict(device_info)
-        result.update(type='block', path=cached.path,
-                      cache_mode=cached.mode.value)
-        return result
-
-    def _map_for_flush(self, volume: volume_mod.RBDVolume,
-                       props: dict[str, Any]) -> dict[str, Any]:
-        """krbd-map *volume* and link it where its inactive core expects."""
-        rbd_path = self.get_rbd_device_name(volume.pool, volume.image)
-        device_info = self._local_attach_volume(props)
-        if devlinks.resolve(rbd_path) is None:
-            raise brick_exception.VolumeDeviceNotFound(device=rbd_path)
-        devlinks.ensure_link(devlinks.by_id_link(volume.pool, volume.image),
-                             rbd_path, volume.image, in_use=True)
-        return device_info
+            return {'type': 'block', 'path': device}
+        return {'type': 'block', 'path': cached.path,
+                'cache_mode': cached.mode.value}
 
     def _rollback(self, volume: volume_mod.RBDVolume, props: dict[str, Any],
-                  device_info: dict[str, Any], was_mapped: bool,
+                  device: str, was_mapped: bool,
                   created_link: Optional[str]) -> None:
         """Undo the steps of a failed attach; log, never raise."""
         if created_link:
             try:
-                devlinks.remove_link(created_link)
+                devlinks.remove_link(created_link, device)
             except Exception:
                 LOG.exception('Rollback: could not remove %s', created_link)
         if not was_mapped:
             try:
-                self._unmap(props, device_info)
+                self._unmap(volume, props)
             except Exception:
                 LOG.exception('Rollback: could not unmap volume %s',
                               volume.label)
 
-    def _unmap(self, props: dict[str, Any],
-               device_info: Optional[dict[str, Any]]) -> bool:
-        """krbd-unmap the volume as os-brick's RBDConnector does."""
-        conf = device_info.get('conf') if device_info else None
-        root_device = self._find_root_device(props, conf)
-        if not root_device:
-            return False
-        self._execute('rbd', 'unmap', root_device,
-                      *self._get_rbd_args(props, conf),
-                      root_helper=self._root_helper, run_as_root=True)
-        return True
+    # -- detach --------------------------------------------------------
+
+    def _core_of(self, volume: volume_mod.RBDVolume,
+                 caches: list[casadm_mod.CacheInstance]
+                 ) -> Optional[casadm_mod.Core]:
+        """The core holding *volume*: by its identifying link, else 1.x.
+
+        A 1.x ``rbd-<pool>-<image>`` core counts only while active and
+        only if krbd says its device is this image; an inactive one cannot
+        be told apart from another image's and is refused.
+        """
+        found = [core for cache in caches for core in cache.cores
+                 if _names_image(core.device, volume.spec)]
+        if len(found) > 1:
+            raise exception.AmbiguousCore(
+                action='detach', volume=volume.label,
+                reason='cores %s all name this pool/namespace/image in '
+                       'different clusters and the connection data gives '
+                       'no cluster fsid' % ', '.join(
+                           '%d/%d' % (c.cache_id, c.core_id) for c in found))
+        if found:
+            return found[0]
+        legacy = devlinks.legacy_link(volume.spec)
+        core = (self.volume_cache.casadm.find_core(caches, legacy)
+                if legacy else None)
+        if core is None:
+            return None
+        if not core.active:
+            raise exception.AmbiguousCore(
+                action='detach', volume=volume.label,
+                reason='inactive core %d of instance %d was added by '
+                       'os-brick-cas 1.x as %s, a name another image can '
+                       'share, so its data cannot be matched to this '
+                       'volume safely. Re-activate it by hand (casadm '
+                       '--script --add-core --try-add) once you know which '
+                       "image's device belongs under that name"
+                       % (core.core_id, core.cache_id, legacy))
+        identity.verify_link(core.device, 'detach volume %s' % volume.label,
+                             volume.spec)
+        return core
 
     @brick_utils.trace
     @brick_utils.connect_volume_undo_prepare_result(unlink_after=True)
@@ -139,11 +245,30 @@ class CachedRBDConnector(rbd.RBDConnector):
         ``force`` and ``ignore_errors`` never apply to dirty data: a failed
         or timed-out flush raises and leaves core and mapping in place.
         """
+        if not volume_mod.is_cacheable(connection_properties):
+            return super().disconnect_volume(
+                connection_properties, device_info, force=force,
+                ignore_errors=ignore_errors)
         volume = volume_mod.from_connection_properties(connection_properties)
-        with locks.volume_lock(volume.pool, volume.image):
-            link = devlinks.by_id_link(volume.pool, volume.image)
+        with locks.volume_lock(volume.spec):
+            self._disconnect(volume, connection_properties)
+
+    def _disconnect(self, volume: volume_mod.RBDVolume,
+                    props: dict[str, Any]) -> None:
+        try:
+            caches = self.volume_cache.list_caches()
+        except NO_OPEN_CAS as exc:
+            self._refuse_if_listed(volume, exc)
+            LOG.info('Open CAS is not usable on this host (%s) and '
+                     'opencas.conf lists no core of volume %s: it was not '
+                     'cached here.', exc, volume.label)
+            caches = None
+        core = self._core_of(volume, caches) if caches is not None else None
+        removed = False
+        if core is not None:
             try:
-                removed = self.volume_cache.detach(link, volume.label)
+                removed = self.volume_cache.detach_core(
+                    core, volume.label, volume.spec)
             except exception.InactiveCoreDeviceMissing as stranded:
                 # e.g. after a host reboot: map the volume so the core can
                 # be re-activated and its dirty data flushed to Ceph
@@ -151,34 +276,110 @@ class CachedRBDConnector(rbd.RBDConnector):
                          'core; mapping it to flush that data before the '
                          'detach.', volume.label)
                 try:
-                    device_info = self._map_for_flush(volume,
-                                                      connection_properties)
+                    self._map_for_flush(volume, props, core)
                 except Exception as exc:
                     LOG.error('Could not map volume %(vol)s to flush its '
                               'inactive core: %(err)s', {
                                   'vol': volume.label, 'err': exc})
                     raise stranded from exc
-                removed = self.volume_cache.detach(link, volume.label)
-            unmapped = self._unmap(connection_properties, device_info)
-            devlinks.remove_link(link)
-            if not (removed or unmapped):
-                LOG.info('Volume %s was already detached from this host.',
-                         volume.label)
+                removed = self.volume_cache.detach_core(
+                    self._current(core), volume.label, volume.spec)
+        else:
+            self._forget_stale_rows(volume, caches)
+        device = self._find_mapping(volume.spec, props)
+        links = {core.device} if core is not None else set()
+        mapped = identity.mapped(device) if device else None
+        if mapped is not None and mapped.spec.fsid is not None:
+            links.add(devlinks.by_id_link(mapped.spec))
+        unmapped = self._unmap(volume, props, device)
+        for link in sorted(links):
+            devlinks.remove_link(link, device)
+        if not (removed or unmapped):
+            LOG.info('Volume %s was already detached from this host.',
+                     volume.label)
+
+    def _current(self, core: casadm_mod.Core) -> casadm_mod.Core:
+        """*core* as casadm lists it now (the udev loader may have acted)."""
+        now = self.volume_cache.casadm.find_core(
+            self.volume_cache.list_caches(), core.device)
+        return now or core
+
+    def _listed_rows(self, volume: volume_mod.RBDVolume
+                     ) -> list[tuple[int, int, str]]:
+        """opencas.conf [cores] rows (cache, core, device) of *volume*."""
+        listed = opencas_conf.read(self.volume_cache.opencas_conf_path)
+        legacy = volume.spec.legacy_link_name()
+        return [(cache_id, core_id, device)
+                for (cache_id, core_id), device in sorted(
+                    listed.cores.items())
+                if _names_image(device, volume.spec) or (
+                    legacy and os.path.basename(device) == legacy)]
+
+    def _refuse_if_listed(self, volume: volume_mod.RBDVolume,
+                          cause: exception.CasError) -> None:
+        """Without Open CAS, refuse if opencas.conf lists the volume.
+
+        Such a row means a cache of this host may hold the volume's newest
+        data: detaching would leave it behind unnoticed.
+        """
+        for cache_id, core_id, _device in self._listed_rows(volume):
+            LOG.error('Refusing to detach volume %(vol)s: Open CAS is not '
+                      'usable (%(err)s) but %(conf)s lists it as core '
+                      '%(core)s of cache instance %(cache)s, which may hold '
+                      'data Ceph does not have. Load Open CAS and the cache '
+                      '(casctl start), then detach again.',
+                      {'vol': volume.label, 'err': cause,
+                       'conf': self.volume_cache.opencas_conf_path,
+                       'core': core_id, 'cache': cache_id})
+            raise cause
+
+    def _forget_stale_rows(self, volume: volume_mod.RBDVolume,
+                           caches: Optional[list[casadm_mod.CacheInstance]]
+                           ) -> None:
+        """Drop rows of *volume* left by an interrupted detach."""
+        if caches is None:
+            return
+        for device in {row[2] for row in self._listed_rows(volume)}:
+            self.volume_cache.forget_stale_rows(device, caches)
+
+    def _map_for_flush(self, volume: volume_mod.RBDVolume,
+                       props: dict[str, Any], core: casadm_mod.Core) -> None:
+        """krbd-map *volume* and link it where its inactive core expects."""
+        device, _was_mapped = self._map(volume, props)
+        spec = identity.spec_of_link(core.device, volume.spec)
+        devlinks.ensure_link(core.device, device, spec, in_use=False)
+
+    # -- paths and size ------------------------------------------------
 
     def get_volume_paths(self, connection_properties: dict[str, Any]
                          ) -> list[str]:
-        """The /dev/casX-Y of the volume if it is cached here, else []."""
+        """The /dev/casX-Y of a cached volume; as os-brick otherwise."""
+        if not volume_mod.is_cacheable(connection_properties):
+            return super().get_volume_paths(connection_properties)
         volume = volume_mod.from_connection_properties(connection_properties)
-        link = devlinks.by_id_link(volume.pool, volume.image)
-        core = self.volume_cache.casadm.find_core(
-            self.volume_cache.list_caches(), link)
+        try:
+            core = self._core_of(volume, self.volume_cache.list_caches())
+        except NO_OPEN_CAS:
+            return []
         return [core.exported] if core and core.exported else []
 
     def extend_volume(self, connection_properties: dict[str, Any]) -> int:
-        """Refuse: an Open CAS core cannot change size while attached."""
-        volume = volume_mod.from_connection_properties(connection_properties)
-        raise exception.CasError(
-            message='Volume %s is cached by Open CAS; a core cannot be '
-                    'resized while attached (the next cache load would '
-                    'fail). Detach the volume, extend it, attach it again.'
-                    % volume.label)
+        """Refuse for a volume cached here now; as os-brick otherwise.
+
+        An Open CAS core cannot change size while attached (the next cache
+        load would fail).
+        """
+        if volume_mod.is_cacheable(connection_properties):
+            volume = volume_mod.from_connection_properties(
+                connection_properties)
+            try:
+                core = self._core_of(volume, self.volume_cache.list_caches())
+            except NO_OPEN_CAS:
+                core = None
+            if core is not None:
+                raise exception.CasError(
+                    message='Volume %s is cached by Open CAS; a core cannot '
+                            'be resized while attached (the next cache load '
+                            'would fail). Detach the volume, extend it, '
+                            'attach it again.' % volume.label)
+        return super().extend_volume(connection_properties)

@@ -13,9 +13,10 @@
 """The /dev/disk/by-id link casadm needs for a krbd device.
 
 casadm accepts a core only by a /dev/disk/by-id path; krbd devices get none
-from stock udev rules. The shipped rule (etc/udev/rules.d) creates
-``/dev/disk/by-id/rbd-<pool>-<image>``; when it is not installed the
-connector creates the same link itself.
+from stock udev rules. The shipped rule (etc/udev/rules.d, through
+``os-brick-cas-rbd-namer``) creates ``/dev/disk/by-id/rbd-cas-<fsid>-<pool>-
+<namespace>-<image>`` (see :mod:`os_brick_cas.rbd_names`); when it is not
+installed the connector creates the same link itself.
 """
 
 import os
@@ -24,17 +25,33 @@ from typing import Optional
 from oslo_log import log as logging
 
 from os_brick_cas import exception
+from os_brick_cas import identity
 from os_brick_cas.privileged import devices as priv_devices
+from os_brick_cas import rbd_names
 from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
 
 
-def by_id_link(pool: str, image: str) -> str:
-    """The by-id path of an RBD image's krbd device."""
-    return os.path.join(validation.BY_ID_DIR, 'rbd-%s-%s' % (
-        validation.rbd_name('pool', pool),
-        validation.rbd_name('image', image)))
+def by_id_link(spec: rbd_names.ImageSpec) -> str:
+    """The by-id path of an RBD image's krbd device (fsid must be known)."""
+    name = spec.link_name()
+    if name is None:
+        raise exception.InvalidInput(
+            what='RBD image', value=spec.label,
+            reason='its cluster fsid is unknown, so its link cannot be named')
+    if len(name) > rbd_names.MAX_NAME:
+        raise exception.InvalidInput(
+            what='RBD image', value=spec.label,
+            reason='its by-id link name would be longer than %d bytes'
+                   % rbd_names.MAX_NAME)
+    return os.path.join(validation.BY_ID_DIR, name)
+
+
+def legacy_link(spec: rbd_names.ImageSpec) -> Optional[str]:
+    """The 1.x by-id path of the image (cores added before an upgrade)."""
+    name = spec.legacy_link_name()
+    return os.path.join(validation.BY_ID_DIR, name) if name else None
 
 
 def resolve(path: str) -> Optional[str]:
@@ -43,25 +60,24 @@ def resolve(path: str) -> Optional[str]:
     return real if os.path.exists(real) else None
 
 
-def ensure_link(link: str, device: str, image: str,
+def ensure_link(link: str, device: str, spec: rbd_names.ImageSpec,
                 in_use: bool) -> bool:
     """Make *link* point at *device*; return True if this call created it.
 
-    ``in_use`` says whether an Open CAS core is registered under *link*: a
-    live link to another device then is a name clash we refuse, while a
-    link nobody uses is stale and is replaced.
+    *device* must be the krbd device of *spec* (checked in sysfs). A link
+    to another device is stale and replaced, unless an active Open CAS
+    core is registered under it (``in_use``): that is refused.
     """
-    target = resolve(device)
-    if target is None:
-        raise exception.InvalidInput(what='RBD device', value=device,
-                                     reason='does not exist')
+    identity.verify_device(device, spec, 'link %s' % link)
+    target = os.path.realpath(device)
     if os.path.islink(link):
         actual = resolve(link)
         if actual == target:
             return False
         if actual is not None and in_use:
             raise exception.DeviceLinkConflict(link=link, actual=actual,
-                                               expected=target, image=image)
+                                               expected=target,
+                                               image=spec.label)
         LOG.info('Replacing stale link %(link)s -> %(actual)s with '
                  '%(target)s', {'link': link, 'actual': actual,
                                 'target': target})
@@ -71,7 +87,18 @@ def ensure_link(link: str, device: str, image: str,
     return True
 
 
-def remove_link(link: str) -> None:
-    """Remove *link* (no-op if it is gone)."""
-    if os.path.islink(link):
-        priv_devices.unlink_by_id(link)
+def remove_link(link: str, device: Optional[str] = None) -> None:
+    """Remove *link* if it dangles or points at *device* (no-op if gone).
+
+    A link that leads to another live device belongs to that device now
+    (krbd reuses numbers) and is left alone.
+    """
+    if not os.path.islink(link):
+        return
+    actual = resolve(link)
+    if actual is not None and (device is None or
+                               actual != os.path.realpath(device)):
+        LOG.debug('Keeping %(link)s: it points at %(actual)s now',
+                  {'link': link, 'actual': actual})
+        return
+    priv_devices.unlink_by_id(link)

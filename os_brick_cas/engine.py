@@ -28,6 +28,8 @@ from oslo_log import log as logging
 from os_brick_cas import cache as cache_mod
 from os_brick_cas import devlinks
 from os_brick_cas import exception
+from os_brick_cas import identity
+from os_brick_cas import rbd_names
 from os_brick_cas import validation
 from os_brick_cas import volume as volume_mod
 
@@ -68,30 +70,37 @@ class OpenCasRbdEngine(caches.CacheEngineBase):
         return True
 
     @staticmethod
-    def _core_link(dev_path: str) -> tuple[str, Optional[str]]:
-        """The by-id link for *dev_path* and the image name behind it."""
+    def _core_link(dev_path: str
+                   ) -> tuple[str, Optional[rbd_names.ImageSpec]]:
+        """The by-id link for *dev_path*, and the image krbd says it is.
+
+        The spec is None when *dev_path* already is a by-id link.
+        """
         dev_path = validation.dev_path(dev_path)
         if os.path.dirname(dev_path) == validation.BY_ID_DIR:
             return dev_path, None
         parts = dev_path.split('/')
-        if len(parts) == 5 and parts[:3] == ['', 'dev', 'rbd']:
-            return devlinks.by_id_link(parts[3], parts[4]), parts[4]
+        mapped = identity.mapped(dev_path)
+        if parts[:3] == ['', 'dev', 'rbd'] and mapped is not None and (
+                not mapped.is_snapshot):
+            return devlinks.by_id_link(mapped.spec), mapped.spec
         raise exception.InvalidInput(
             what='device path', value=dev_path,
-            reason='the Open CAS engine needs /dev/rbd/<pool>/<image> or a '
-                   '/dev/disk/by-id link; casadm refuses other paths')
+            reason='the Open CAS engine needs a mapped krbd image '
+                   '(/dev/rbd/<pool>/<image>) or a /dev/disk/by-id link; '
+                   'casadm refuses other paths')
 
     def attach_volume(self, **kwargs: Any) -> str:
         """Cache ``dev_path``; return the exported device (or dev_path)."""
         dev_path = kwargs['dev_path']
-        link, image = self._core_link(dev_path)
+        link, spec = self._core_link(dev_path)
         caches_now = self.volume_cache.list_caches()
-        if image is not None:
+        if spec is not None:
             in_use = self.volume_cache.casadm.find_core(caches_now, link)
-            devlinks.ensure_link(link, dev_path, image,
+            devlinks.ensure_link(link, dev_path, spec,
                                  in_use=in_use is not None)
         cached = self.volume_cache.attach(link, self.mode, dev_path,
-                                          caches=caches_now)
+                                          caches=caches_now, spec=spec)
         return cached.path if cached else dev_path
 
     def detach_volume(self, **kwargs: Any) -> str:

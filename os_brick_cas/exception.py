@@ -139,3 +139,21 @@ class DeviceLinkConflict(CasError):
     message = ("%(link)s points to %(actual)s, not to %(expected)s (the "
                "device of RBD image %(image)s). Another image's link has the "
                "same name; remove the stale link and retry.")
+
+
+class ImageIdentityMismatch(CasError):
+    """The device behind a link or mapping is not the expected RBD image."""
+
+    message = ("Refusing to %(action)s: %(path)s should be the krbd device "
+               "of RBD image %(expected)s, but %(reason)s. Nothing was "
+               "changed. Check 'rbd showmapped' and the links under "
+               "/dev/disk/by-id; re-attach the volume so os-brick-cas "
+               "links its own device.")
+
+
+class AmbiguousCore(CasError):
+    """More than one core could belong to a volume; none is touched."""
+
+    message = ("Refusing to %(action)s volume %(volume)s: %(reason)s. "
+               "Nothing was changed; see 'os-brick-cas status' and the "
+               "upgrade notes.")

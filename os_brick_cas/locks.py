@@ -20,6 +20,7 @@ from oslo_concurrency import lockutils
 from oslo_config import cfg
 
 from os_brick_cas import opts
+from os_brick_cas import rbd_names
 
 CONF = cfg.CONF
 _PREFIX = 'os-brick-cas-'
@@ -30,9 +31,10 @@ def _lock(name: str):
                           lock_path=CONF[opts.GROUP].lock_path)
 
 
-def volume_lock(pool: str, image: str):
+def volume_lock(spec: rbd_names.ImageSpec):
     """Serialise attach/detach of one RBD image on this host."""
-    return _lock('rbd-%s-%s' % (pool, image))
+    return _lock('rbd-' + '-'.join(rbd_names.escape(part) for part in (
+        spec.pool, spec.namespace, spec.image)))
 
 
 def cache_lock(cache_id: int):

@@ -64,6 +64,14 @@ host_opts = [
              'lazy_startup=true while attached, so a host reboot reloads '
              'their dirty data without waiting for the RBD device.'),
     cfg.StrOpt(
+        'sysfs_rbd_root',
+        default='/sys/bus/rbd/devices',
+        help='Where krbd publishes each mapped device (pool, pool_ns, '
+             'name, snap, cluster_fsid). Before any add, re-activation, '
+             'flush, removal or unmap os-brick-cas checks there that the '
+             'device behind a link is the volume\'s image. Change it only '
+             'for tests.'),
+    cfg.StrOpt(
         'lock_path',
         help='Directory for the per-volume and per-cache-instance lock '
              'files. Defaults to [oslo_concurrency] lock_path.'),

@@ -23,12 +23,15 @@ from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
+from os_brick_cas import rbd_names
 from os_brick_cas import validation
 
-_BY_ID_RBD = re.compile(r'^rbd-(?P<rest>.+)$')
+_BY_ID_RBD = re.compile(r'rbd-(?P<rest>.+)')
+_UUID = (r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+         r'[0-9a-f]{12}')
+_CINDER_VOLUME = re.compile(r'volume-(?P<volume_id>%s)' % _UUID)
 _CINDER_IMAGE = re.compile(
-    r'^(?P<pool>.+)-(?P<image>volume-(?P<volume_id>[0-9a-f]{8}-[0-9a-f]{4}-'
-    r'[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}))$')
+    r'(?P<pool>.+)-(?P<image>volume-(?P<volume_id>%s))' % _UUID)
 
 
 @dataclasses.dataclass
@@ -69,16 +72,25 @@ class CacheReport:
 
 
 def rbd_image_of(core_device: str) -> tuple[Optional[str], Optional[str]]:
-    """``(pool/image, volume id)`` named by a by-id core path, if ours.
+    """``(pool/[namespace/]image, volume id)`` of a by-id core path, if ours.
 
-    The by-id name is ``rbd-<pool>-<image>``; pool names may contain '-',
-    so the split is only certain for Cinder's ``volume-<uuid>`` images.
+    ``rbd-cas-…`` names identify the image exactly; the 1.x name
+    ``rbd-<pool>-<image>`` only splits with certainty for Cinder's
+    ``volume-<uuid>`` images.
     """
-    name = core_device.rsplit('/', 1)[-1]
-    match = _BY_ID_RBD.match(name)
-    if not match or not core_device.startswith(validation.BY_ID_DIR + '/'):
+    if not core_device.startswith(validation.BY_ID_DIR + '/'):
         return None, None
-    cinder = _CINDER_IMAGE.match(match.group('rest'))
+    name = core_device.rsplit('/', 1)[-1]
+    spec = rbd_names.parse_link_name(name)
+    if spec is not None:
+        path = '/'.join(p for p in (spec.pool, spec.namespace, spec.image)
+                        if p)
+        cinder = _CINDER_VOLUME.fullmatch(spec.image)
+        return path, cinder.group('volume_id') if cinder else None
+    match = _BY_ID_RBD.fullmatch(name)
+    if not match:
+        return None, None
+    cinder = _CINDER_IMAGE.fullmatch(match.group('rest'))
     if cinder:
         return ('%s/%s' % (cinder.group('pool'), cinder.group('image')),
                 cinder.group('volume_id'))

@@ -21,12 +21,14 @@ import re
 
 from os_brick_cas import exception
 from os_brick_cas import modes
+from os_brick_cas import rbd_names
 
-#: Pool, namespace and image names we accept (Ceph allows more; these are
-#: the names Cinder and Nova create, and none can carry a shell or path
-#: metacharacter).
-_RBD_NAME = re.compile(r'^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,254}$')
-_DEV_PATH = re.compile(r'^/dev/[A-Za-z0-9_.:+@/-]+$')
+#: Characters no pool, namespace or image name of a cached volume may
+#: hold: path and snapshot separators, and control characters (a newline
+#: would split an opencas.conf row or a log line).
+_RBD_FORBIDDEN = re.compile(r'[/@\x00-\x1f\x7f]')
+_DEV_PATH = re.compile(r'/dev/[A-Za-z0-9_.:+@%/-]+')
+_RBD_DEVICE = re.compile(r'/dev/rbd[0-9]+')
 MAX_CACHE_ID = 16384
 MAX_CORE_ID = 4095
 BY_ID_DIR = '/dev/disk/by-id'
@@ -61,11 +63,11 @@ def _bounded_int(what: str, value: object, low: int, high: int) -> int:
 
 def dev_path(value: object) -> str:
     """An absolute, normalised path under /dev without odd characters."""
-    if not isinstance(value, str) or not _DEV_PATH.match(value):
+    if not isinstance(value, str) or not _DEV_PATH.fullmatch(value):
         raise exception.InvalidInput(
             what='device path', value=value,
             reason='must be an absolute path under /dev made of letters, '
-                   'digits and _.:+@/-')
+                   'digits and _.:+@%/-')
     if os.path.normpath(value) != value or '..' in value.split('/'):
         raise exception.InvalidInput(what='device path', value=value,
                                      reason='must be normalised (no ..)')
@@ -82,14 +84,73 @@ def by_id_path(value: object) -> str:
     return path
 
 
-def rbd_name(what: str, value: object) -> str:
-    """A Ceph pool or image name we are willing to pass to tools."""
-    if not isinstance(value, str) or not _RBD_NAME.match(value):
-        raise exception.InvalidInput(
-            what=what, value=value,
-            reason='must be 1-255 characters from A-Z a-z 0-9 _ . - and not '
-                   'start with -')
+def rbd_name(what: str, value: object, allow_empty: bool = False) -> str:
+    """A Ceph pool, namespace or image name safe to use on the host.
+
+    Any name Ceph allows passes, except those that could make a path
+    resolve outside a krbd device or be read as an option: empty (unless
+    *allow_empty*, for the default namespace), '.', '..' or any leading
+    '.', a leading '-', '/', '@', control characters (newlines included),
+    more than 255 bytes.
+    """
+    if not isinstance(value, str):
+        raise exception.InvalidInput(what=what, value=value,
+                                     reason='must be a string')
+    if value == '' and allow_empty:
+        return value
+    reason = None
+    if not value:
+        reason = 'must not be empty'
+    elif value.startswith(('.', '-')):
+        reason = "must not start with '.' or '-'"
+    elif _RBD_FORBIDDEN.search(value):
+        reason = "must not contain '/', '@' or control characters"
+    elif len(value.encode('utf-8')) > 255:
+        reason = 'must be at most 255 bytes'
+    if reason:
+        raise exception.InvalidInput(what=what, value=value, reason=reason)
     return value
+
+
+_FSID = re.compile(r'[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?'
+                   r'[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}')
+
+
+def cluster_fsid(value: object) -> str:
+    """A Ceph cluster fsid (a UUID), as 32 lower-case hex digits."""
+    if not isinstance(value, str) or not _FSID.fullmatch(value):
+        raise exception.InvalidInput(what='cluster fsid', value=value,
+                                     reason='must be a UUID')
+    return rbd_names.normal_fsid(value)
+
+
+def rbd_device(value: object) -> str:
+    """A krbd device node, exactly ``/dev/rbdN``."""
+    if not isinstance(value, str) or not _RBD_DEVICE.fullmatch(value):
+        raise exception.InvalidInput(what='krbd device', value=value,
+                                     reason='must be /dev/rbd<N>')
+    return value
+
+
+def rbd_link(value: object) -> str:
+    """A by-id link name os-brick-cas manages for a krbd device.
+
+    ``/dev/disk/by-id/rbd-cas-…`` naming one image (see
+    :mod:`os_brick_cas.rbd_names`), or the 1.x ``rbd-<pool>-<image>`` name
+    of a core added before an upgrade.
+    """
+    path = by_id_path(value)
+    name = os.path.basename(path)
+    if rbd_names.parse_link_name(name) is not None:
+        return path
+    if (not name.startswith(rbd_names.PREFIX) and
+            name.startswith(rbd_names.LEGACY_PREFIX) and
+            len(name) > len(rbd_names.LEGACY_PREFIX)):
+        return path
+    raise exception.InvalidInput(
+        what='rbd by-id link', value=value,
+        reason='must be /dev/disk/by-id/rbd-cas-<fsid>-<pool>-<namespace>-'
+               '<image> (escaped) or a 1.x rbd-<pool>-<image> link')
 
 
 def cache_mode(value: object) -> modes.CacheMode:

@@ -19,6 +19,7 @@ from oslo_utils import strutils
 
 from os_brick_cas import exception
 from os_brick_cas import modes
+from os_brick_cas import rbd_names
 from os_brick_cas import validation
 
 #: Mode used when a volume type says cacheable but names no mode: the one
@@ -33,11 +34,20 @@ class RBDVolume:
     cacheable: bool
     mode: Optional[modes.CacheMode]
     volume_id: str
+    namespace: str = ''
+    cluster_fsid: Optional[str] = None
 
     @property
     def label(self) -> str:
         """How logs and errors name the volume."""
-        return '%s (%s/%s)' % (self.volume_id, self.pool, self.image)
+        return '%s (%s)' % (self.volume_id, '/'.join(
+            p for p in (self.pool, self.namespace, self.image) if p))
+
+    @property
+    def spec(self) -> rbd_names.ImageSpec:
+        """The image, as links and krbd's sysfs name it."""
+        return rbd_names.ImageSpec(pool=self.pool, namespace=self.namespace,
+                                   image=self.image, fsid=self.cluster_fsid)
 
 
 def _flag(value: Any) -> bool:
@@ -47,6 +57,20 @@ def _flag(value: Any) -> bool:
         return strutils.bool_from_string(value.replace('<is>', '').strip(),
                                          strict=True)
     raise ValueError(value)
+
+
+def is_cacheable(props: Any) -> bool:
+    """Whether connection data asks for a cache (lenient: False if odd).
+
+    Decides only which code path a volume takes; a cacheable volume is
+    then validated strictly by :func:`from_connection_properties`.
+    """
+    if not isinstance(props, dict):
+        return False
+    try:
+        return _flag(props.get('cacheable', False))
+    except ValueError:
+        return True     # let strict validation say what is wrong
 
 
 def from_connection_properties(props: Any) -> RBDVolume:
@@ -60,14 +84,21 @@ def from_connection_properties(props: Any) -> RBDVolume:
             reason='expected a dict, got %s' % type(props).__name__)
     volume_id = str(props.get('volume_id') or props.get('name') or '?')
     name = props.get('name')
-    if not isinstance(name, str) or name.count('/') != 1:
+    if not isinstance(name, str) or name.count('/') not in (1, 2):
         raise exception.InvalidConnectionInfo(
-            volume=volume_id, reason="'name' must be 'pool/image', got %r"
+            volume=volume_id, reason="'name' must be 'pool/image' or "
+                                     "'pool/namespace/image', got %r"
                                      % (name,))
-    pool, image = name.split('/')
+    parts = name.split('/')
+    pool, image = parts[0], parts[-1]
+    namespace = parts[1] if len(parts) == 3 else ''
+    fsid = props.get('cluster_fsid')
     try:
         validation.rbd_name('pool', pool)
+        validation.rbd_name('namespace', namespace, allow_empty=True)
         validation.rbd_name('image', image)
+        if fsid is not None:
+            fsid = validation.cluster_fsid(fsid)
     except exception.InvalidInput as exc:
         raise exception.InvalidConnectionInfo(volume=volume_id,
                                               reason=str(exc))
@@ -86,4 +117,5 @@ def from_connection_properties(props: Any) -> RBDVolume:
             raise exception.InvalidConnectionInfo(volume=volume_id,
                                                   reason=str(exc))
     return RBDVolume(pool=pool, image=image, cacheable=cacheable, mode=mode,
-                     volume_id=volume_id)
+                     volume_id=volume_id, namespace=namespace,
+                     cluster_fsid=fsid)

@@ -60,7 +60,7 @@ class FenceController(wsgi.Controller):
     def _set_fence(self, req, id, body):
         context = self._admin_context(req)
         host = (body.get(SET_ACTION) or {}).get('host')
-        if not isinstance(host, str) or not _HOST.match(host):
+        if not isinstance(host, str) or not _HOST.fullmatch(host):
             raise webob.exc.HTTPBadRequest(
                 explanation="'%s' needs {'host': <compute host name>}"
                             % SET_ACTION)

@@ -90,6 +90,8 @@ def simulated_host() -> Iterator[list[tuple[str, str]]]:
             SIMULATED_CACHES.items()}, group=opts.GROUP)
         CONF.set_override('opencas_conf', conf_path, group=opts.GROUP)
         CONF.set_override('lock_path', workdir, group=opts.GROUP)
+        CONF.set_override('sysfs_rbd_root', host.sysfs_root,
+                          group=opts.GROUP)
         volumes = []
         for mode in SIMULATED_CACHES.values():
             host.create_image('volumes', 'volume-demo-%s' % mode, 16)
@@ -171,8 +173,7 @@ def _exercise(host, volumes: list[tuple[str, str]], write: bool) -> int:
                       % info['path'])
             if host is not None and modes.CacheMode(mode).holds_dirty_data:
                 core = cas.find_core(cas.list_caches(),
-                                     '/dev/disk/by-id/rbd-' +
-                                     name.replace('/', '-'))
+                                     host.by_id_link(*name.split('/')))
                 host.set_dirty(core.cache_id, core.core_id, 64)
                 print('  simulated 64 dirty blocks (not yet in Ceph)')
         print('host state (casadm -L):')

@@ -22,23 +22,51 @@ from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
 from os_brick_cas import privileged
+from os_brick_cas import rbd_names
 from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 
 
+def _check_link_target(link: str, target: str) -> None:
+    """Refuse unless krbd says *target* is the image *link*'s name binds."""
+    dev_id = rbd_names.device_id(target)
+    mapped = rbd_names.read_sysfs(dev_id, CONF.os_brick_cas.sysfs_rbd_root)
+    name = os.path.basename(link)
+    named = rbd_names.parse_link_name(name)
+    if mapped is None or mapped.is_snapshot:
+        reason = 'krbd does not describe it as an image mapping'
+    elif named is not None and named.same_image(mapped.spec) and (
+            mapped.spec.fsid is not None):
+        return
+    else:
+        reason = 'it is RBD image %s' % mapped.spec.label
+    raise exception.InvalidInput(what='link target', value=target,
+                                 reason='%s; %s names another image'
+                                        % (reason, link))
+
+
 @privileged.default.entrypoint
 def link_by_id(link: str, target: str) -> None:
-    """Point the /dev/disk/by-id *link* at device *target*, as udev would.
+    """Point the rbd by-id *link* at krbd device *target*, as udev would.
 
-    The link is relative (``../../rbd0``) and replaced atomically.
+    Only ``rbd-cas-…`` names (never the ambiguous 1.x ones, which Open
+    CAS's udev loader could match to another image's inactive core) and
+    /dev/rbdN targets, and only when krbd says the device is the image the
+    link names. The link is relative
+    (``../../rbd0``) and replaced atomically.
     """
-    link = validation.by_id_path(link)
-    target = validation.dev_path(target)
+    link = validation.rbd_link(link)
+    if rbd_names.parse_link_name(os.path.basename(link)) is None:
+        raise exception.InvalidInput(
+            what='by-id link', value=link,
+            reason='os-brick-cas creates only rbd-cas-... links')
+    target = validation.rbd_device(target)
     if not os.path.exists(target):
         raise exception.InvalidInput(what='link target', value=target,
                                      reason='does not exist')
+    _check_link_target(link, target)
     os.makedirs(validation.BY_ID_DIR, exist_ok=True)
     relative = os.path.relpath(target, validation.BY_ID_DIR)
     temporary = '%s.os-brick-cas.%d' % (link, os.getpid())
@@ -48,8 +76,8 @@ def link_by_id(link: str, target: str) -> None:
 
 @privileged.default.entrypoint
 def unlink_by_id(link: str) -> None:
-    """Remove the /dev/disk/by-id *link* if it is a symlink."""
-    link = validation.by_id_path(link)
+    """Remove the rbd by-id *link* if it is a symlink."""
+    link = validation.rbd_link(link)
     if os.path.islink(link):
         os.unlink(link)
 

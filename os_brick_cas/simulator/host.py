@@ -16,6 +16,7 @@ These are the knobs the real tools don't have: create the host, inject
 faults, make a core dirty, reboot, look at the state.
 """
 
+import configparser
 import os
 import shlex
 import stat
@@ -26,6 +27,7 @@ from typing import Any, Optional
 from os_brick_cas import opencas_conf
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
+from os_brick_cas.simulator import rbd
 from os_brick_cas.simulator import state as state_mod
 
 TOOLS = {'casadm': 'os_brick_cas.simulator.casadm',
@@ -85,10 +87,31 @@ class SimulatedHostControl(object):
             state.update(settings)
 
     def use_ceph(self, ceph_conf: str) -> None:
-        """Map real images of the cluster of *ceph_conf* (rbd-fuse+loop)."""
+        """Map real images of the cluster of *ceph_conf* (rbd-fuse+loop).
+
+        krbd's sysfs then reports that cluster's fsid.
+        """
         from os_brick_cas.simulator import rbd_ceph
         rbd_ceph.set_conf(self.state_dir, ceph_conf)
-        self._update(rbd_backend='ceph')
+        parser = configparser.ConfigParser()
+        parser.read(ceph_conf)
+        fsid = parser.get('global', 'fsid', fallback=None)
+        self._update(rbd_backend='ceph',
+                     cluster_fsid=fsid or state_mod.SIMULATED_FSID)
+
+    @property
+    def sysfs_root(self) -> str:
+        """This host's stand-in for /sys/bus/rbd/devices."""
+        return rbd.sysfs_root(self.state_dir, self.state())
+
+    def set_sysfs_root(self, path: str) -> None:
+        """Publish krbd's sysfs files under *path* (hosts may share one)."""
+        self._update(sysfs_root=path)
+
+    def by_id_link(self, pool: str, image: str, namespace: str = '') -> str:
+        """The by-id link the os-brick-cas udev rule names for an image."""
+        return rbd.udev_link(self.state(), '%s/%s' % (
+            pool, '%s/%s' % (namespace, image) if namespace else image))
 
     def set_udev_by_id(self, enabled: bool) -> None:
         self._update(udev_by_id=enabled)
@@ -164,6 +187,8 @@ class SimulatedHostControl(object):
                     pool, image = mapping['image'].split('/', 1)
                     backend.unmap_image(self.state_dir, pool, image,
                                         mapping['loop'])
+            for number in state['mappings']:
+                rbd.remove_sysfs(self.state_dir, state, number)
             state['mappings'] = {}
             state['devices'] = {}
             state['open'] = []
@@ -205,6 +230,8 @@ class SimulatedHostControl(object):
                         if mapping.get('loop'):
                             rbd_ceph.unmap_image(self.state_dir, pool, image,
                                                  mapping['loop'])
+                for number in state['mappings']:
+                    rbd.remove_sysfs(self.state_dir, state, number)
                 state['mappings'] = {}
                 devices.remove_all(state)
         except FileNotFoundError:

@@ -12,19 +12,25 @@
 
 """Stand-in ``rbd`` (Ceph 16 CLI) for the commands krbd attach uses.
 
-``map`` allocates /dev/rbdN and the links udev would make
-(/dev/rbd/<pool>/<image>, and /dev/disk/by-id/rbd-<pool>-<image> when the
-host has the os-brick-cas udev rule). With the "file" backend /dev/rbdN is
-a sparse file; with the "ceph" backend it is a block node aliasing a loop
-device over the real image (:mod:`os_brick_cas.simulator.rbd_ceph`).
+``map`` allocates /dev/rbdN, publishes what krbd publishes under
+/sys/bus/rbd/devices/N/ (in the host's ``sysfs`` directory: pool, pool_ns,
+name, snap, current_snap, image_id, cluster_fsid) and makes the links udev
+would make (/dev/rbd/<pool>/[<namespace>/]<image>, and the os-brick-cas
+by-id link when the host has the os-brick-cas udev rule). With the "file"
+backend /dev/rbdN is a sparse file; with the "ceph" backend it is a block
+node aliasing a loop device over the real image
+(:mod:`os_brick_cas.simulator.rbd_ceph`).
 """
 
+import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 from typing import Any, Optional
 
+from os_brick_cas import rbd_names
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import state as state_mod
@@ -46,7 +52,8 @@ def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
         token = tokens.pop(0)
         if token in _IGNORED_VALUE_OPTS or token in ('--pool', '-p',
                                                      '--size', '-s',
-                                                     '--format'):
+                                                     '--format',
+                                                     '--namespace'):
             opts[token.lstrip('-')] = tokens.pop(0) if tokens else ''
         elif token.startswith('--format='):
             opts['format'] = token.split('=', 1)[1]
@@ -62,14 +69,55 @@ def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
 
 
 def _spec(args: list[str], opts: dict[str, str]) -> tuple[str, str]:
+    """(pool, image key) where the key is ``[namespace/]image``."""
     if not args:
         raise Reply(22, '', 'rbd: image name was not specified\n')
-    name = args[0]
-    if '/' in name:
-        pool, image = name.split('/', 1)
-    else:
-        pool, image = opts.get('pool') or opts.get('p') or 'rbd', name
-    return pool, image
+    parts = args[0].split('/')
+    if len(parts) > 3:
+        raise Reply(22, '', 'rbd: invalid image spec %s\n' % args[0])
+    pool = parts[0] if len(parts) > 1 else (
+        opts.get('pool') or opts.get('p') or 'rbd')
+    namespace = parts[1] if len(parts) == 3 else opts.get('namespace', '')
+    image = parts[-1]
+    return pool, '%s/%s' % (namespace, image) if namespace else image
+
+
+def split_key(key: str) -> tuple[str, str, str]:
+    """(pool, namespace, image) of an image key ``pool/[ns/]image``."""
+    parts = key.split('/')
+    return parts[0], parts[1] if len(parts) == 3 else '', parts[-1]
+
+
+def sysfs_root(state_dir: str, state: dict[str, Any]) -> str:
+    return state.get('sysfs_root') or os.path.join(state_dir, 'sysfs')
+
+
+def _publish_sysfs(state_dir: str, state: dict[str, Any], number: str,
+                   key: str) -> None:
+    """Write krbd's attributes of device *number* (as the kernel would)."""
+    pool, namespace, image = split_key(key)
+    directory = os.path.join(sysfs_root(state_dir, state), number)
+    os.makedirs(directory, exist_ok=True)
+    image_id = hashlib.sha1(key.encode()).hexdigest()[:12]
+    for name, value in (('pool', pool), ('pool_ns', namespace),
+                        ('name', image), ('snap', '-'),
+                        ('current_snap', '-'), ('image_id', image_id),
+                        ('cluster_fsid', state['cluster_fsid'])):
+        with open(os.path.join(directory, name), 'w') as attribute:
+            attribute.write(value + '\n')
+
+
+def remove_sysfs(state_dir: str, state: dict[str, Any], number: str) -> None:
+    shutil.rmtree(os.path.join(sysfs_root(state_dir, state), number),
+                  ignore_errors=True)
+
+
+def udev_link(state: dict[str, Any], key: str) -> str:
+    """The by-id link the os-brick-cas udev rule makes for image *key*."""
+    pool, namespace, image = split_key(key)
+    spec = rbd_names.ImageSpec(pool, namespace, image,
+                               rbd_names.normal_fsid(state['cluster_fsid']))
+    return '%s/%s' % (devices.BY_ID, spec.link_name())
 
 
 def _size_bytes(raw: str) -> int:
@@ -126,10 +174,10 @@ def map_image(state_dir: str, state: dict[str, Any], args: list[str],
         loop = None
     state['mappings'][str(number)] = {'image': key, 'device': node,
                                       'loop': loop}
+    _publish_sysfs(state_dir, state, str(number), key)
     devices.symlink(state, '/dev/rbd/%s/%s' % (pool, image), node)
     if state['udev_by_id']:
-        devices.symlink(state, '%s/rbd-%s-%s' % (devices.BY_ID, pool, image),
-                        node)
+        devices.symlink(state, udev_link(state, key), node)
     return Reply(0, node + '\n', err)
 
 
@@ -146,14 +194,15 @@ def unmap(state_dir: str, state: dict[str, Any], args: list[str],
     target = args[0]
     for number, mapping in sorted(state['mappings'].items()):
         if target in (mapping['device'], mapping['image']) or (
-                '/' not in target and mapping['image'].endswith(
-                    '/' + target)):
+                not target.startswith('/dev/') and
+                mapping['image'] == '%s/%s' % _spec(args, opts)):
             break
     else:
         raise Reply(22, '', 'rbd: %s: not a mapped image or snapshot\n'
                     % target)
     pool, image = mapping['image'].split('/', 1)
     del state['mappings'][number]
+    remove_sysfs(state_dir, state, number)
     backend = _backend(state)
     if backend and mapping.get('loop'):
         backend.unmap_image(state_dir, pool, image, mapping['loop'])
@@ -161,7 +210,7 @@ def unmap(state_dir: str, state: dict[str, Any], args: list[str],
     state['devices'].pop(node, None)
     devices.remove(state, node)
     for link in ('/dev/rbd/%s/%s' % (pool, image),
-                 '%s/rbd-%s-%s' % (devices.BY_ID, pool, image)):
+                 udev_link(state, mapping['image'])):
         if os.path.islink(link) and os.path.realpath(link) == node:
             if link.startswith('/dev/rbd/') or state['udev_by_id']:
                 devices.remove(state, link)
@@ -173,8 +222,8 @@ def showmapped(state_dir: str, state: dict[str, Any], args: list[str],
     rows = []
     for number, mapping in sorted(state['mappings'].items(),
                                   key=lambda item: int(item[0])):
-        pool, image = mapping['image'].split('/', 1)
-        rows.append({'id': number, 'pool': pool, 'namespace': '',
+        pool, namespace, image = split_key(mapping['image'])
+        rows.append({'id': number, 'pool': pool, 'namespace': namespace,
                      'name': image, 'snap': '-',
                      'device': mapping['device']})
     if opts.get('format') == 'json':

@@ -29,6 +29,7 @@ ENV = 'OS_BRICK_CAS_SIM_STATE'
 STATE_FILE = 'state.json'
 LOCK_FILE = 'state.lock'
 CALLS_FILE = 'calls.jsonl'
+SIMULATED_FSID = '5e1dca5e-0000-4000-8000-0000c0ffee00'
 
 
 def new_state(caches: dict[int, str]) -> dict[str, Any]:
@@ -51,6 +52,11 @@ def new_state(caches: dict[int, str]) -> dict[str, Any]:
         'mappings': {},
         'devices': {},
         'created': [],
+        # what krbd's sysfs reports as cluster_fsid for every mapping
+        'cluster_fsid': SIMULATED_FSID,
+        # where the stand-in rbd publishes /sys/bus/rbd/devices/<id>/
+        # (None: <state dir>/sysfs)
+        'sysfs_root': None,
         'open': [],
         'faults': [],
         'dropped_dirty_blocks': 0,

@@ -39,15 +39,21 @@ def specs(mode=None, cacheable=True, **extra):
     return out
 
 
+FSID = '0f2ce6a4-6b4e-4d0b-9c1e-3c7a3f0e2b11'
+
+
 @ddt.ddt
 class CachedRBDDriverTestCase(test.TestCase):
 
     def setUp(self):
         super().setUp()
         self.cfg = test_rbd.RBDTestCase._make_configuration()
+        # rados is mocked at its boundary: the cluster answers FSID
+        self.rados = mock.MagicMock()
+        self.rados.Rados.return_value.get_fsid.return_value = FSID
         self.driver = rbd.CachedRBDDriver(
             execute=mock.Mock(return_value=('', '')), configuration=self.cfg,
-            rbd=mock.MagicMock())
+            rbd=mock.MagicMock(), rados=self.rados)
         self.driver.set_initialized()
         self.context = context.get_admin_context()
         self.driver._active_config = {'name': 'ceph', 'user': 'cinder',
@@ -81,6 +87,14 @@ class CachedRBDDriverTestCase(test.TestCase):
         self.assertEqual((HOSTS, PORTS, 'cinder'),
                          (data['hosts'], data['ports'],
                           data['auth_username']))
+
+    def test_connection_info_names_the_cluster(self):
+        cached = self.driver.initialize_connection(
+            self.volume(specs('wb')), {'host': 'cmp1'})
+        plain = self.driver.initialize_connection(
+            self.volume({}), {'host': 'cmp1'})
+        self.assertEqual(FSID, cached['data']['cluster_fsid'])
+        self.assertNotIn('cluster_fsid', plain['data'])
 
     def test_cacheable_without_mode_is_write_through(self):
         info = self.driver.initialize_connection(

@@ -38,10 +38,17 @@ from os_brick_cas import casadm
 from os_brick_cas import connector
 from os_brick_cas import opts
 import os_brick_cas.privileged
+from os_brick_cas import rbd_names
 from os_brick_cas.simulator import fixture as sim_fixture
+from os_brick_cas.simulator import state as sim_state
 
 MODES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
 POOL = 'volumes'
+#: by-id links the simulator's images get (its fixed cluster fsid), and
+#: the 1.x names of tests that set up pre-upgrade cores
+SIM_LINK_PREFIXES = (
+    rbd_names.PREFIX + rbd_names.normal_fsid(sim_state.SIMULATED_FSID),
+    'rbd-%s-' % POOL, 'rbd-a-')
 
 
 def can_use_dev() -> Optional[str]:
@@ -77,6 +84,7 @@ class FunctionalTestCase(testtools.TestCase):
         self.conf = self.useFixture(config_fixture.Config(cfg.CONF))
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
                          opencas_conf=self.opencas_conf, flush_timeout=5,
+                         sysfs_rbd_root=self.host.sysfs_root,
                          cache_instances={mode: str(cache_id) for
                                           cache_id, mode in
                                           self.caches.items()})
@@ -152,12 +160,18 @@ class FunctionalTestCase(testtools.TestCase):
     def mappings(self) -> list[dict[str, str]]:
         return json.loads(self._tool('rbd', 'showmapped', '--format=json'))
 
-    def by_id_links(self) -> list[str]:
+    def link(self, image: str, pool: str = POOL) -> str:
+        """The by-id link that names *image* on the simulated host."""
+        return self.host.by_id_link(pool, image)
+
+    @staticmethod
+    def by_id_links() -> list[str]:
+        """rbd by-id links of simulated images (never a real cluster's)."""
         directory = '/dev/disk/by-id'
         if not os.path.isdir(directory):
             return []
         return sorted(name for name in os.listdir(directory)
-                      if name.startswith('rbd-%s-' % POOL))
+                      if name.startswith(SIM_LINK_PREFIXES))
 
     def assert_clean_host(self) -> None:
         """No core, no mapping, no by-id link, no opencas.conf core row."""

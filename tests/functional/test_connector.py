@@ -15,6 +15,7 @@
 import os
 
 import ddt
+from os_brick import exception as brick_exception
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
@@ -53,7 +54,7 @@ class AttachDetachTestCase(base.FunctionalTestCase):
         self.assertRegex(info['path'], r'^/dev/cas%d-\d+$' % cache_id)
         self.assertEqual(mode, info['cache_mode'])
         [core] = self.cores()
-        link = '/dev/disk/by-id/rbd-volumes-%s' % image
+        link = self.link(image)
         self.assertEqual((cache_id, link, True, info['path']),
                          (core.cache_id, core.device, core.active,
                           core.exported))
@@ -106,11 +107,18 @@ class AttachDetachTestCase(base.FunctionalTestCase):
                          self.connector.get_volume_paths(props))
         self.connector.disconnect_volume(props, info)
 
-    def test_extend_refused_with_advice(self):
+    def test_extend_refused_with_advice_only_while_cached(self):
+        props = self.props(self.image('volume-ext'), 'wt')
+        # not attached here: os-brick's own answer, no casadm refusal
+        exc = self.assertRaises(brick_exception.BrickException,
+                                self.connector.extend_volume, props)
+        self.assertNotIsInstance(exc, exception.CasError)
+        info = self.connector.connect_volume(props)
         exc = self.assertRaises(exception.CasError,
-                                self.connector.extend_volume,
-                                self.props(self.image('volume-ext'), 'wt'))
+                                self.connector.extend_volume, props)
         self.assertIn('Detach the volume, extend it', str(exc))
+        self.connector.disconnect_volume(props, info)
+        self.assert_clean_host()
 
     def test_write_back_dirty_data_is_flushed_on_detach(self):
         image = self.image('volume-dirty')
@@ -170,7 +178,8 @@ class AttachDetachTestCase(base.FunctionalTestCase):
         self.host.set_udev_by_id(True)
         image = self.image('volume-udev')
         info = self.connector.connect_volume(self.props(image, 'wt'))
-        self.assertEqual(['rbd-volumes-%s' % image], self.by_id_links())
+        self.assertEqual([os.path.basename(self.link(image))],
+                         self.by_id_links())
         self.connector.disconnect_volume(self.props(image, 'wt'), info)
         self.assert_clean_host()
 

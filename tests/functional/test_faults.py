@@ -122,8 +122,16 @@ class AttachFaultTestCase(base.FunctionalTestCase):
         self.assertEqual([], self.cores())
 
     def test_bad_connection_info_runs_nothing(self):
-        for props in ({'name': 'volumes/v;reboot', 'cacheable': True},
-                      {'name': 'volumes/$(id)', 'cacheable': True},
+        for props in ({'name': '../v', 'cacheable': True},
+                      {'name': './v', 'cacheable': True},
+                      {'name': 'volumes/..', 'cacheable': True},
+                      {'name': 'volumes/.hidden', 'cacheable': True},
+                      {'name': 'volumes/v\n', 'cacheable': True},
+                      {'name': 'volumes/-x', 'cacheable': True},
+                      {'name': 'volumes/v\x00', 'cacheable': True},
+                      {'name': 'volumes/ns/v/x', 'cacheable': True},
+                      {'name': 'volumes/v', 'cacheable': True,
+                       'cluster_fsid': 'not-a-uuid\n'},
                       {'name': 'volumes/v', 'cacheable': True,
                        'cache_mode': 'write-back'},
                       {'name': 'volumes', 'cacheable': True},

@@ -37,8 +37,9 @@ class PrivsepDaemonTestCase(base.FunctionalTestCase):
         config_file = os.path.join(self.tmp, 'daemon.conf')
         with open(config_file, 'w') as conf_file:
             conf_file.write('[os_brick_cas]\nopencas_conf = %s\n'
-                            'lock_path = %s\n' % (self.opencas_conf,
-                                                  self.tmp))
+                            'lock_path = %s\nsysfs_rbd_root = %s\n' % (
+                                self.opencas_conf, self.tmp,
+                                self.host.sysfs_root))
         helper = os.path.join(os.path.dirname(sys.executable),
                               'privsep-helper')
         for context, group in (

@@ -32,7 +32,7 @@ class StandInTestCase(functional_base.FunctionalTestCase):
         self.host.set_udev_by_id(True)
         self.host.create_image('volumes', image, 4)
         run('rbd', 'map', image, '--pool', 'volumes')
-        return '/dev/disk/by-id/rbd-volumes-%s' % image
+        return self.link(image)
 
     def test_list_matches_casadm_formatter(self):
         first = self.mapped_link('a')
@@ -51,9 +51,9 @@ class StandInTestCase(functional_base.FunctionalTestCase):
         self.assertEqual(sample[0], produced[0])
         self.assertEqual(['cache,1,/dev/nvme0n1p1,Incomplete,wb,-',
                           'core,1,/dev/rbd0,Active,-,/dev/cas1-1',
-                          'core,2,/dev/disk/by-id/rbd-volumes-b,Inactive,-,-',
+                          'core,2,%s,Inactive,-,-' % second,
                           'cache,2,/dev/nvme0n1p2,Incomplete,wt,-',
-                          'core,1,/dev/disk/by-id/rbd-volumes-c,Inactive,-,-'],
+                          'core,1,%s,Inactive,-,-' % third],
                          produced[1:])
         # same shapes as the formatter's rows
         self.assertEqual(sample[4].split(',')[3:], produced[2].split(',')[3:])
@@ -117,7 +117,7 @@ class StandInTestCase(functional_base.FunctionalTestCase):
         host.setUp()
         host.create_image('volumes', 'gone', 4)
         run('rbd', 'map', 'gone', '--pool', 'volumes')
-        link = '/dev/disk/by-id/rbd-volumes-gone'
+        link = host.by_id_link('volumes', 'gone')
         run('casadm', '-A', '-i', '1', '-d', link)
         created = host.dev_entries()
         self.assertIn('/dev/cas1-1', created)
