@@ -19,8 +19,8 @@ Configure a Ceph backend with::
 Everything else is cinder's own RBD driver. Volumes of a type with
 ``cacheable='<is> True'`` get ``cacheable`` and ``cache_mode`` in their
 connection_info (with the cluster's fsid, so the compute host can tell
-images of two clusters apart); the backend reports ``cacheable: True`` so the scheduler
-can place such volumes on it; other volumes are untouched.
+images of two clusters apart); the backend reports ``cacheable: True`` so
+the scheduler can place such volumes on it; other volumes are untouched.
 """
 
 from typing import Any

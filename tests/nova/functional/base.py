@@ -45,7 +45,9 @@ from nova_ext import cmd as nova_cmd
 from nova_ext import driver as nova_driver
 from os_brick_cas import casadm
 import os_brick_cas.privileged
+from os_brick_cas import rbd_names
 from os_brick_cas.simulator import fixture as sim_fixture
+from os_brick_cas.simulator import state as sim_state
 
 CONF = nova_conf.CONF
 CINDER = 'http://cinder.fake/v3/project'
@@ -124,7 +126,8 @@ class CachedVolumeTestBase(base.ServersTestBase):
         self.flags(enabled=True, group='os_brick_cas_nova')
         self.flags(cache_instances={'wt': '1', 'wb': '2'},
                    opencas_conf=self.opencas_conf, lock_path=self.tmp,
-                   flush_timeout=5, group='os_brick_cas')
+                   flush_timeout=5, sysfs_rbd_root=self.host.sysfs_root,
+                   group='os_brick_cas')
         self.flags(device_detach_timeout=1, group='libvirt')
         for context in (os_brick_cas.privileged.default,
                         os_brick.privileged.default):
@@ -208,6 +211,8 @@ class CachedVolumeTestBase(base.ServersTestBase):
         with open(self.opencas_conf) as source, open(conf, 'w') as copy:
             copy.write(source.read())
         second.set_opencas_conf(conf)
+        # krbd's sysfs is per machine too; device numbers never overlap
+        second.set_sysfs_root(self.host.sysfs_root)
         self.host.set_udev_by_id(True)
         self.hosts['compute2'] = second
         self.host_conf = {'compute1': self.opencas_conf, 'compute2': conf}
@@ -279,8 +284,10 @@ class CachedVolumeTestBase(base.ServersTestBase):
     @staticmethod
     def by_id_links() -> list[str]:
         directory = '/dev/disk/by-id'
+        prefix = rbd_names.PREFIX + rbd_names.normal_fsid(
+            sim_state.SIMULATED_FSID)
         return sorted(n for n in os.listdir(directory)
-                      if n.startswith('rbd-volumes-')) if os.path.isdir(
+                      if n.startswith(prefix)) if os.path.isdir(
             directory) else []
 
     @staticmethod

@@ -42,8 +42,8 @@ class CachedVolumeAttachTestCase(base.CachedVolumeTestBase):
             self._attach_volume(self.server, volume_id)
         cores = {core.device: core for core in self.cores()}
         self.assertEqual(2, len(cores))
-        wt = cores['/dev/disk/by-id/rbd-volumes-volume-' + WT_VOL]
-        wb = cores['/dev/disk/by-id/rbd-volumes-volume-' + WB_VOL]
+        wt = cores[self.host.by_id_link('volumes', 'volume-' + WT_VOL)]
+        wb = cores[self.host.by_id_link('volumes', 'volume-' + WB_VOL)]
         self.assertEqual((1, 2), (wt.cache_id, wb.cache_id))
         for core in (wt, wb):
             xml = self.attached_disk_xml(core.exported)

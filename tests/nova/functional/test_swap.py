@@ -43,7 +43,7 @@ class SwapVolumeTestCase(base.CachedVolumeTestBase):
         # only the new volume is cached; the old core was flushed to Ceph
         # and removed, its mapping, link and fence are gone
         [new_core] = self.cores()
-        self.assertEqual((1, '/dev/disk/by-id/rbd-volumes-volume-' + NEW),
+        self.assertEqual((1, self.host.by_id_link('volumes', 'volume-' + NEW)),
                          (new_core.cache_id, new_core.device))
         self.assertEqual(['volume-' + NEW],
                          [m['name'] for m in self.mappings()])
