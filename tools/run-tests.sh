@@ -2,14 +2,15 @@
 # The whole test suite, as CI runs it:
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
-# Suites: pep8 unit functional nova cinder ceph tempest devstack docs
-#         releasenotes. Each runs even if an earlier one failed; the exit
+# Suites: pep8 unit functional nova cinder upstream ceph tempest devstack
+#         docs releasenotes. Each runs even if an earlier one failed; the exit
 # status is non-zero if any failed. Needs root for the system packages
 # (Ceph, fio, rbd-fuse, shellcheck) and for the /dev entries the host
 # simulator creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-ALL=(pep8 unit functional nova cinder ceph tempest devstack docs releasenotes)
+ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack docs
+     releasenotes)
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
@@ -37,6 +38,7 @@ present() {
     case "$1" in
         pep8|unit|functional) return 0 ;;
         nova|cinder|ceph) [ -n "$(find "tests/$1" -name 'test_*.py' -print -quit)" ] ;;
+        upstream) [ -x tools/run-upstream-suites.sh ] ;;
         tempest) [ -x tools/check-tempest-plugin.sh ] ;;
         devstack) [ -x tools/test-devstack-plugin.sh ] ;;
         docs) [ -x tools/build-docs.sh ] ;;
@@ -58,6 +60,7 @@ suite() {
                   --concurrency 1 || return 1
               echo '--- os-brick-cas bench on the real-Ceph tier ---'
               cat .ceph-bench.txt ;;
+        upstream) tools/run-upstream-suites.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
         docs) tools/build-docs.sh ;;
