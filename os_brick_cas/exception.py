@@ -139,3 +139,7 @@ class DeviceLinkConflict(CasError):
     message = ("%(link)s points to %(actual)s, not to %(expected)s (the "
                "device of RBD image %(image)s). Another image's link has the "
                "same name; remove the stale link and retry.")
+
+
+class OpenCasConfRefused(CasError, ValueError):
+    message = ("Not writing opencas.conf row %(row)r: %(reason)s.")
