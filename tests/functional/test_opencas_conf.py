@@ -77,6 +77,29 @@ class OpenCasConfRowsTestCase(base.FunctionalTestCase):
             checker.check_file(self.opencas_conf)
         self.assert_clean_host()
 
+    def test_device_listed_under_another_core_refuses_attach(self):
+        """A leftover row for the device is not joined by a second one.
+
+        casctl rejects a file listing one device twice, and then no cache
+        loads at boot; the attach is refused instead and the file kept.
+        """
+        props = self.props(self.image('volume-listed'), 'wb')
+        info = self.connector.connect_volume(props)
+        cache_id, core_id, device = self.core_of(info)
+        self.connector.disconnect_volume(props, info)
+        leftover = opencas_conf.CoreRow(cache_id, core_id + 9, device)
+        opencas_conf.update_file(self.opencas_conf, add=leftover)
+        with open(self.opencas_conf) as conf_file:
+            before = conf_file.read()
+        exc = self.assertRaises(exception.OpenCasConfRefused,
+                                self.connector.connect_volume, props)
+        self.assertIn('already listed as core %d' % (core_id + 9), str(exc))
+        with open(self.opencas_conf) as conf_file:
+            self.assertEqual(before, conf_file.read())
+        checker.check_file(self.opencas_conf)
+        self.assertEqual([], self.cores())
+        self.assertEqual([], self.mappings())
+
 
 class UnlistedCacheTestCase(base.FunctionalTestCase):
     """Write-back instance 2 is not under [caches] in opencas.conf."""
