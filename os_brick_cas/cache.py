@@ -244,7 +244,8 @@ class VolumeCache(object):
                                       self._flush_timeout)
                 self.casadm.remove_core(core)
             if mode.holds_dirty_data:
-                priv_devices.forget_core(core.cache_id, core.core_id)
+                priv_devices.forget_core(core.cache_id, core.core_id,
+                                         core.device)
         LOG.info('Removed volume %(vol)s from instance %(cache)s',
                  {'vol': volume, 'cache': core.cache_id})
         return True
@@ -317,4 +318,4 @@ class VolumeCache(object):
             LOG.info('Dropping stale opencas.conf row %(cache)s/%(core)s for '
                      '%(dev)s', {'cache': cache_id, 'core': core_id,
                                  'dev': core_device})
-            priv_devices.forget_core(cache_id, core_id)
+            priv_devices.forget_core(cache_id, core_id, device)

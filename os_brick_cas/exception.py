@@ -157,3 +157,7 @@ class AmbiguousCore(CasError):
     message = ("Refusing to %(action)s volume %(volume)s: %(reason)s. "
                "Nothing was changed; see 'os-brick-cas status' and the "
                "upgrade notes.")
+
+
+class OpenCasConfRefused(CasError, ValueError):
+    message = ("Not writing opencas.conf row %(row)r: %(reason)s.")

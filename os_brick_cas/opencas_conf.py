@@ -9,7 +9,6 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-
 """Reading and rewriting /etc/opencas/opencas.conf.
 
 Open CAS loads caches and cores listed there at boot; casadm never edits it.
@@ -19,7 +18,10 @@ dirty data belongs; listed without it, boot waits for a krbd device that only
 returns on re-attach and ends in emergency mode.
 
 Only the ``[cores]`` rows this suite owns are ever changed; every other line
-is kept byte for byte.
+is kept byte for byte. Open CAS's own parser (``utils/opencas.py``) rejects
+the whole file - so no cache loads at boot - when the first line is not
+``version=``, a core row names a cache not under ``[caches]`` or one device
+is listed twice; a rewrite that would produce such a file is refused.
 """
 
 import dataclasses
@@ -27,7 +29,10 @@ import os
 import tempfile
 from typing import Optional
 
+from os_brick_cas import exception
+
 LAZY_STARTUP = 'lazy_startup=true'
+TEMP_PREFIX = '.opencas.conf.'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,18 +62,20 @@ class OpenCasConf:
         return found is not None and (device is None or found == device)
 
 
+def _content(line: str) -> str:
+    """The line as casctl sees it: comment cut off, right side stripped."""
+    return line.split('#')[0].rstrip()
+
+
 def _section(line: str) -> Optional[str]:
-    stripped = line.strip()
-    if stripped.startswith('[') and stripped.endswith(']'):
-        return stripped[1:-1].strip().lower()
+    content = _content(line)
+    if content in ('[caches]', '[cores]'):
+        return content[1:-1]
     return None
 
 
 def _fields(line: str) -> list[str]:
-    stripped = line.strip()
-    if not stripped or stripped.startswith('#'):
-        return []
-    return stripped.split()
+    return _content(line).split()
 
 
 def parse(text: str) -> OpenCasConf:
@@ -101,11 +108,50 @@ def read(path: str) -> OpenCasConf:
         return OpenCasConf(caches={}, cores={})
 
 
+def _same_device(one: str, other: str) -> bool:
+    return os.path.realpath(one) == os.path.realpath(other)
+
+
+def _check_add(text: str, add: CoreRow, remove: Optional[CoreRow]) -> None:
+    """Refuse a row Open CAS's parser would reject the whole file for."""
+    if not text.startswith('version='):
+        raise exception.OpenCasConfRefused(
+            row=add.render(),
+            reason="the file's first line is not version=...; fix the file "
+                   "by hand (casctl cannot load it as it is)")
+    listed = parse(text)
+    if not listed.lists_cache(add.cache_id):
+        raise exception.OpenCasConfRefused(
+            row=add.render(),
+            reason='cache instance %d is not listed under [caches]; list it '
+                   'there (casctl rejects a core row of an unlisted cache)'
+                   % add.cache_id)
+    for key, device in listed.cores.items():
+        if key == (add.cache_id, add.core_id):
+            continue  # replaced: casadm gave this core id to the new device
+        if remove is not None and (remove.cache_id, remove.core_id,
+                                   remove.device) == key + (device,):
+            continue
+        if _same_device(device, add.device):
+            raise exception.OpenCasConfRefused(
+                row=add.render(),
+                reason='the device is already listed as core %d of cache '
+                       'instance %d, which may still hold its dirty data; '
+                       'detach it from that instance (or remove that row '
+                       'once its data is flushed) first' % (key[1], key[0]))
+
+
 def rewrite(text: str, add: Optional[CoreRow] = None,
-            remove: Optional[tuple[int, int]] = None) -> str:
-    """Return *text* with one core row added/replaced and/or removed."""
-    drop = {key for key in (remove, add and (add.cache_id, add.core_id))
-            if key}
+            remove: Optional[CoreRow] = None) -> str:
+    """Return *text* with one core row added/replaced and/or removed.
+
+    *remove* drops only a row matching its cache, core and device. *add*
+    replaces a row of the same cache and core id; it is refused
+    (:class:`~os_brick_cas.exception.OpenCasConfRefused`) where casctl
+    would reject the result.
+    """
+    if add is not None:
+        _check_add(text, add, remove)
     out: list[str] = []
     section = None
     cores_end = None
@@ -118,13 +164,18 @@ def rewrite(text: str, add: Optional[CoreRow] = None,
                 cores_end = len(out)
             continue
         fields = _fields(line)
-        if section == 'cores' and len(fields) >= 2:
+        if section == 'cores' and len(fields) >= 3:
             try:
                 key = (int(fields[0]), int(fields[1]))
             except ValueError:
                 key = None
-            if key in drop:
-                continue
+            if key is not None:
+                if add is not None and key == (add.cache_id, add.core_id):
+                    continue
+                if remove is not None and (
+                        key == (remove.cache_id, remove.core_id) and
+                        fields[2] == remove.device):
+                    continue
         out.append(line)
         if section == 'cores' and fields:
             cores_end = len(out)
@@ -136,31 +187,88 @@ def rewrite(text: str, add: Optional[CoreRow] = None,
     return '\n'.join(out) + '\n'
 
 
-def update_file(path: str, add: Optional[CoreRow] = None,
-                remove: Optional[tuple[int, int]] = None) -> None:
-    """Rewrite *path* atomically with :func:`rewrite`; keeps its mode."""
+def _pid_of(name: str) -> Optional[int]:
+    """The writer pid in a temp file name ``.opencas.conf.<pid>.<random>``."""
+    head = name[len(TEMP_PREFIX):].split('.', 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
     try:
-        with open(path) as conf_file:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_temporaries(directory: str) -> list[str]:
+    """Remove temp files of writers that died before their rename.
+
+    Call with the opencas.conf lock held: every writer takes it, so a temp
+    file whose writer pid is gone (or that carries no pid: older releases)
+    can never be renamed any more. Returns the paths removed.
+    """
+    removed = []
+    for name in os.listdir(directory):
+        if not name.startswith(TEMP_PREFIX):
+            continue
+        pid = _pid_of(name)
+        if pid is not None and (pid == os.getpid() or _alive(pid)):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
+
+
+def _fsync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def update_file(path: str, add: Optional[CoreRow] = None,
+                remove: Optional[CoreRow] = None) -> None:
+    """Rewrite *path* atomically with :func:`rewrite`; keeps its mode.
+
+    A symlinked *path* keeps its link: the file it points to is rewritten.
+    The directory is fsynced after the rename so a power cut keeps the row.
+    Call with the opencas.conf lock held (temp files of dead writers are
+    swept).
+    """
+    target = os.path.realpath(path)
+    try:
+        with open(target) as conf_file:
             text = conf_file.read()
-        mode = os.stat(path).st_mode & 0o7777
+        mode = os.stat(target).st_mode & 0o7777
     except FileNotFoundError:
         if add is None:
             return
         text, mode = '', 0o644
     new_text = rewrite(text, add=add, remove=remove)
+    directory = os.path.dirname(target)
+    os.makedirs(directory, exist_ok=True)
+    sweep_temporaries(directory)
     if new_text == text:
         return
-    directory = os.path.dirname(path) or '.'
-    os.makedirs(directory, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix='.opencas.conf.')
+    fd, temporary = tempfile.mkstemp(
+        dir=directory, prefix='%s%d.' % (TEMP_PREFIX, os.getpid()))
     try:
         with os.fdopen(fd, 'w') as new_file:
             new_file.write(new_text)
             new_file.flush()
             os.fsync(new_file.fileno())
         os.chmod(temporary, mode)
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    _fsync_directory(directory)

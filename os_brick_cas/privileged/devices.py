@@ -89,7 +89,11 @@ def _conf_lock():
 
 @privileged.default.entrypoint
 def record_core(cache_id: int, core_id: int, core_device: str) -> None:
-    """List a core in opencas.conf with lazy_startup=true."""
+    """List a core in opencas.conf with lazy_startup=true.
+
+    Refused (OpenCasConfRefused) for a cache not under [caches] or a device
+    already listed as another core: casctl would reject the whole file.
+    """
     row = opencas_conf.CoreRow(validation.cache_id(cache_id),
                                validation.core_id(core_id),
                                validation.by_id_path(core_device))
@@ -99,9 +103,15 @@ def record_core(cache_id: int, core_id: int, core_device: str) -> None:
 
 
 @privileged.default.entrypoint
-def forget_core(cache_id: int, core_id: int) -> None:
-    """Drop a core's row from opencas.conf (no-op if it is not there)."""
-    key = (validation.cache_id(cache_id), validation.core_id(core_id))
+def forget_core(cache_id: int, core_id: int, core_device: str) -> None:
+    """Drop the row listing *core_device* as core *core_id* of *cache_id*.
+
+    A row for that (cache, core) naming another device is kept: the core id
+    was freed and given to that device since (no-op if nothing matches).
+    """
+    row = opencas_conf.CoreRow(validation.cache_id(cache_id),
+                               validation.core_id(core_id),
+                               validation.by_id_path(core_device))
     with _conf_lock():
         opencas_conf.update_file(CONF.os_brick_cas.opencas_conf,
-                                 remove=key)
+                                 remove=row)
