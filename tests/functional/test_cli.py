@@ -289,3 +289,35 @@ class DoctorConfigurationTestCase(CliTestCase):
         self.assertEqual(2, code)
         self.assertIn('FAIL mode wt -> cache instance 2', out)
         self.assertIn('runs in mode wb', out)
+
+
+class ConfigFilesTestCase(CliTestCase):
+    """[os_brick_cas] comes from --config-file/--config-dir or nova.conf."""
+
+    def setUp(self):
+        super().setUp()
+        # the files below must decide cache_instances, not the fixture
+        self.conf.conf.clear_override('cache_instances', group='os_brick_cas')
+        self.swapped = os.path.join(self.tmp, 'swapped.conf')
+        with open(self.swapped, 'w') as conf_file:
+            conf_file.write('[os_brick_cas]\ncache_instances = wt:2,wb:1\n')
+
+    def test_config_file_after_the_verb(self):
+        code, out, err = self.cli('doctor', '--config-file', self.swapped)
+        self.assertEqual(2, code, err)
+        self.assertIn('FAIL mode wt -> cache instance 2', out)
+
+    def test_nova_conf_dir_read_by_default(self):
+        conf_dir = os.path.join(self.tmp, 'nova.conf.d')
+        os.mkdir(conf_dir)
+        os.rename(self.swapped, os.path.join(conf_dir, '50-cas.conf'))
+        with mock.patch.object(cli, 'NOVA_CONF_DIR', conf_dir):
+            code, out, err = self.cli('doctor')
+        self.assertEqual(2, code, err)
+        self.assertIn('FAIL mode wt -> cache instance 2', out)
+
+    def test_missing_config_file_is_one_line_not_a_traceback(self):
+        code, _, err = self.cli('status', '--config-file=/nonexistent.conf')
+        self.assertEqual(2, code)
+        self.assertEqual('os-brick-cas: configuration: Failed to find some '
+                         'config files: /nonexistent.conf', err.strip())
