@@ -13,18 +13,22 @@
 """``os-brick-cas doctor``: is this host ready to cache volumes safely?
 
 One line per finding, ``OK``, ``WARN`` or ``FAIL``, each problem with what
-to do. Exit code 0 when nothing needs attention, 1 otherwise.
+to do (or one JSON document with ``--format json``). Exit codes follow
+oslo.upgradecheck: 0 all OK, 1 warnings only, 2 at least one failure.
 """
 
 import argparse
 import dataclasses
+import json
 import os
+import platform
 import shutil
 from typing import Any, Iterator
 
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import releases
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
@@ -33,6 +37,8 @@ from os_brick_cas import report
 
 CONF = cfg.CONF
 OK, WARN, FAIL = 'OK', 'WARN', 'FAIL'
+#: exit code per worst finding (oslo.upgradecheck's Code values)
+EXIT_CODES = {OK: 0, WARN: 1, FAIL: 2}
 
 
 @dataclasses.dataclass
@@ -46,8 +52,10 @@ class Finding:
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        'doctor', help='check casadm, module, cache instances, cores and '
-                       'configuration; exit 1 if anything needs attention')
+        'doctor', help='check casadm, module, kernel, cache instances, cores '
+                       'and configuration; exit 0 OK, 1 warnings, 2 failures')
+    parser.add_argument('--format', choices=('table', 'json'),
+                        default='table', help='output format')
     parser.set_defaults(func=run)
 
 
@@ -72,6 +80,10 @@ def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF
     yield Finding(OK, 'casadm %s, kernel module %s' % (
         versions.get('CAS CLI Utility', '?'),
         versions.get('CAS Cache Kernel Module', '?')))
+    module_version = versions.get('CAS Cache Kernel Module', '')
+    supported, message = releases.check_kernel(platform.release(),
+                                               module_version)
+    yield Finding(OK if supported else FAIL, message)
 
     group = conf[opts.GROUP]
     try:
@@ -177,11 +189,24 @@ def _check_cores(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
                                     'it.' % (volume_id, cache.cache_id))
 
 
+def exit_code(findings: list[Finding]) -> int:
+    """0 all OK, 1 warnings only, 2 any failure (oslo.upgradecheck)."""
+    return max((EXIT_CODES[f.level] for f in findings), default=0)
+
+
 def run(args: argparse.Namespace) -> int:
     findings = list(check_host(casadm_mod.Casadm()))
+    code = exit_code(findings)
+    if getattr(args, 'format', 'table') == 'json':
+        print(json.dumps({
+            'result': {0: OK, 1: WARN, 2: FAIL}[code],
+            'exit_code': code,
+            'findings': [dataclasses.asdict(f) for f in findings],
+        }, indent=2))
+        return code
     for finding in findings:
         print(finding)
     bad = [f for f in findings if f.level != OK]
     print('%d finding(s) need attention' % len(bad) if bad else
           'all checks passed')
-    return 1 if bad else 0
+    return code

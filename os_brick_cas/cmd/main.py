@@ -38,13 +38,24 @@ SUBCOMMAND_MODULES = [
     'nova_ext.cmd',
 ]
 
+#: read by default on a compute node, where [os_brick_cas] lives
+NOVA_CONF = '/etc/nova/nova.conf'
+NOVA_CONF_DIR = '/etc/nova/nova.conf.d'
+_CONFIG_OPTIONS = ('--config-file', '--config-dir')
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='os-brick-cas',
         description='Open CAS caching of Cinder RBD volumes on this host.')
     parser.add_argument('--config-file', action='append', default=[],
-                        help='oslo.config file(s) with [os_brick_cas]')
+                        help='oslo.config file(s) with [os_brick_cas], '
+                             'anywhere on the line (default: %s if it '
+                             'exists)' % NOVA_CONF)
+    parser.add_argument('--config-dir', action='append', default=[],
+                        help='directory of *.conf files, anywhere on the '
+                             'line (default: %s if it exists)' %
+                             NOVA_CONF_DIR)
     parser.add_argument('--debug', action='store_true')
     sub = parser.add_subparsers(dest='command', required=True)
     for name in SUBCOMMAND_MODULES:
@@ -60,11 +71,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def split_config_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``(config options, the rest)``: config options may follow the verb."""
+    config, rest = [], []
+    tokens = iter(argv)
+    for token in tokens:
+        value = None
+        if token in _CONFIG_OPTIONS:
+            value = next(tokens, None)
+        if value is not None:
+            config += [token, value]
+        elif token.split('=', 1)[0] in _CONFIG_OPTIONS:
+            config.append(token)
+        else:
+            rest.append(token)
+    return config, rest
+
+
+def default_config() -> tuple[list[str], list[str]]:
+    """os-brick-cas's own files, then a compute node's nova.conf(.d)."""
+    files = cfg.find_config_files(project='os-brick-cas')
+    files += [NOVA_CONF] if os.path.isfile(NOVA_CONF) else []
+    dirs = [NOVA_CONF_DIR] if os.path.isdir(NOVA_CONF_DIR) else []
+    return files, dirs
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     if 'debug' not in CONF:
         logging.register_options(CONF)
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    CONF([], project='os-brick-cas', default_config_files=args.config_file)
+    config_args, rest = split_config_args(
+        sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(rest)
+    files, dirs = default_config()
+    try:
+        CONF(config_args, project='os-brick-cas',
+             default_config_files=files, default_config_dirs=dirs)
+    except (cfg.Error, OSError) as exc:
+        print('os-brick-cas: configuration: %s' % exc, file=sys.stderr)
+        return 2
     CONF.set_override('debug', args.debug)
     logging.setup(CONF, 'os-brick-cas')
     run_privileged_in_process_as_root()

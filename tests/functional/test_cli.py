@@ -21,6 +21,7 @@ import io
 import json
 import os
 import subprocess
+from unittest import mock
 import uuid
 
 from os_brick_cas.cmd import main as cli
@@ -119,7 +120,7 @@ class DoctorTestCase(CliTestCase):
         self.conf.config(group='os_brick_cas',
                          cache_instances={'wt': '1', 'wb': '2', 'wo': '3'})
         code, lines = self.doctor()
-        self.assertEqual(1, code)
+        self.assertEqual(2, code)           # failures, not only warnings
         problems = [line for line in lines if not line.startswith('OK ')]
         text = '\n'.join(problems)
         self.assertIn('FAIL mode wo -> cache instance 3', text)
@@ -132,8 +133,48 @@ class DoctorTestCase(CliTestCase):
     def test_module_not_loaded(self):
         self.host.set_module_loaded(False)
         code, lines = self.doctor()
-        self.assertEqual(1, code)
+        self.assertEqual(2, code)
         self.assertIn('modprobe cas_cache', lines[0])
+
+    def test_warnings_only_exit_1(self):
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 5)
+        self.host.reboot()              # inactive core: a warning, no failure
+        code, lines = self.doctor()
+        self.assertEqual(1, code, lines)
+        self.assertFalse([line for line in lines if line.startswith('FAIL')])
+
+    def test_json_healthy_host(self):
+        self.attach(VOL_WB, 'wb')
+        code, out, _ = self.cli('doctor', '--format', 'json')
+        doc = json.loads(out)
+        self.assertEqual((0, 0, 'OK'), (code, doc['exit_code'],
+                                        doc['result']))
+        self.assertEqual({'OK'}, {f['level'] for f in doc['findings']})
+        self.assertTrue(any('is supported by Open CAS 26.03' in f['message']
+                            for f in doc['findings']))
+
+    def test_json_broken_host(self):
+        self.conf.config(group='os_brick_cas',
+                         cache_instances={'wt': '1', 'wb': '2', 'wo': '3'})
+        code, out, _ = self.cli('doctor', '--format', 'json')
+        doc = json.loads(out)
+        self.assertEqual((2, 2, 'FAIL'), (code, doc['exit_code'],
+                                          doc['result']))
+        fails = [f['message'] for f in doc['findings']
+                 if f['level'] == 'FAIL']
+        self.assertTrue(fails[0].startswith('mode wo -> cache instance 3'),
+                        fails)
+
+    def test_kernel_newer_than_the_open_cas_line_fails(self):
+        with mock.patch('platform.release', return_value='6.19.2-generic'):
+            code, lines = self.doctor()
+        self.assertEqual(2, code)
+        [fail] = [line for line in lines if line.startswith('FAIL')]
+        self.assertIn('kernel 6.19.2-generic is newer than Open CAS 26.03 '
+                      'supports (up to 6.18): upgrade Open CAS to 26.09',
+                      fail)
 
 
 class FlushTestCase(CliTestCase):
@@ -245,6 +286,38 @@ class DoctorConfigurationTestCase(CliTestCase):
         self.conf.config(group='os_brick_cas',
                          cache_instances={'wt': '2', 'wb': '1'})
         code, out, _ = self.cli('doctor')
-        self.assertEqual(1, code)
+        self.assertEqual(2, code)
         self.assertIn('FAIL mode wt -> cache instance 2', out)
         self.assertIn('runs in mode wb', out)
+
+
+class ConfigFilesTestCase(CliTestCase):
+    """[os_brick_cas] comes from --config-file/--config-dir or nova.conf."""
+
+    def setUp(self):
+        super().setUp()
+        # the files below must decide cache_instances, not the fixture
+        self.conf.conf.clear_override('cache_instances', group='os_brick_cas')
+        self.swapped = os.path.join(self.tmp, 'swapped.conf')
+        with open(self.swapped, 'w') as conf_file:
+            conf_file.write('[os_brick_cas]\ncache_instances = wt:2,wb:1\n')
+
+    def test_config_file_after_the_verb(self):
+        code, out, err = self.cli('doctor', '--config-file', self.swapped)
+        self.assertEqual(2, code, err)
+        self.assertIn('FAIL mode wt -> cache instance 2', out)
+
+    def test_nova_conf_dir_read_by_default(self):
+        conf_dir = os.path.join(self.tmp, 'nova.conf.d')
+        os.mkdir(conf_dir)
+        os.rename(self.swapped, os.path.join(conf_dir, '50-cas.conf'))
+        with mock.patch.object(cli, 'NOVA_CONF_DIR', conf_dir):
+            code, out, err = self.cli('doctor')
+        self.assertEqual(2, code, err)
+        self.assertIn('FAIL mode wt -> cache instance 2', out)
+
+    def test_missing_config_file_is_one_line_not_a_traceback(self):
+        code, _, err = self.cli('status', '--config-file=/nonexistent.conf')
+        self.assertEqual(2, code)
+        self.assertEqual('os-brick-cas: configuration: Failed to find some '
+                         'config files: /nonexistent.conf', err.strip())
