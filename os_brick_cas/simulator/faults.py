@@ -48,10 +48,21 @@ def _interrupted(signum, frame):
     raise KeyboardInterrupt()
 
 
+#: verbs casadm lets SIGINT interrupt; it ignores SIGINT in every other verb.
+INTERRUPTIBLE = frozenset(('flush-cache', 'flush-core'))
+
+
 def play(fault: dict[str, Any]) -> int:
-    """Print the fault's output after its hang; return its exit code."""
+    """Print the fault's output after its hang; return its exit code.
+
+    Like casadm, a hang ignores SIGINT unless it is a flush, so only
+    SIGKILL ends a hung list/add/remove/stats call.
+    """
     if fault.get('hang'):
-        signal.signal(signal.SIGINT, _interrupted)
+        if fault['verb'] in INTERRUPTIBLE:
+            signal.signal(signal.SIGINT, _interrupted)
+        else:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, _interrupted)
         time.sleep(fault['hang'])
     sys.stdout.write(fault['stdout'])
