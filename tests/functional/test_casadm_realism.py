@@ -1,0 +1,47 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""casadm as it really behaves (opencas-cli.md, "Third reading")."""
+
+from os_brick_cas import opencas_conf
+from tests.functional import base
+
+
+class DirtyCountDecidesTestCase(base.FunctionalTestCase):
+    """Detach follows casadm's dirty count, not the instance's mode."""
+
+    def test_wb_switched_to_wt_without_flush_is_flushed_on_detach(self):
+        image = self.image('volume-switched')
+        props = self.props(image, 'wb')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 256)
+        self.assertEqual(2, core.cache_id)
+        self.assertIn((2, core.core_id),
+                      opencas_conf.read(self.opencas_conf).cores)
+        # the operator leaves write-back without flushing: the core keeps
+        # its dirty blocks while the instance now reports 'wt'
+        self._tool('casadm', '-Q', '-c', 'wt', '-i', '2', '-f', 'no')
+        self.assertGreater(self.dirty(core), 0)
+
+        self.connector.disconnect_volume(props, info)
+
+        argvs = self.casadm_argvs()
+        flushes = [i for i, argv in enumerate(argvs)
+                   if '--flush-cache' in argv]
+        removes = [i for i, argv in enumerate(argvs)
+                   if '--remove-core' in argv]
+        self.assertEqual(1, len(flushes), argvs)
+        self.assertIn(str(core.core_id), argvs[flushes[0]])
+        self.assertLess(flushes[0], removes[0])
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()
