@@ -65,6 +65,11 @@ class CacheInstance:
     mode: str
     cores: tuple[Core, ...] = ()
 
+    @property
+    def current_mode(self) -> str:
+        """The mode now in force: 'wb->wt' (any flush running) is 'wt'."""
+        return self.mode.rsplit('->', 1)[-1]
+
     def find_core(self, device: str) -> Optional[Core]:
         for core in self.cores:
             if core.device == device:

@@ -45,3 +45,30 @@ class DirtyCountDecidesTestCase(base.FunctionalTestCase):
         self.assertLess(flushes[0], removes[0])
         self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
         self.assert_clean_host()
+
+
+class WholeCacheFlushTestCase(base.FunctionalTestCase):
+    """`-L` during a whole-cache flush: 'Flushing (NN.N %)', 'wb-><mode>'."""
+
+    def test_attach_and_detach_while_instances_flush(self):
+        self.host.set_flushing(1, 42.5)   # a wt instance: 'wb->wt'
+        self.host.set_flushing(2, 7.0)    # a wb instance: 'wb->wb'
+        listed = {cache.cache_id: cache for cache in self.cache_list()}
+        self.assertEqual(('Flushing (42.5 %)', 'wb->wt'),
+                         (listed[1].status, listed[1].mode))
+        self.assertEqual('wb->wb', listed[2].mode)
+        attached = {}
+        for mode, cache_id in (('wt', 1), ('wb', 2)):
+            image = self.image('volume-flushing-%s' % mode)
+            attached[mode] = (self.props(image, mode),
+                              self.connector.connect_volume(
+                                  self.props(image, mode)))
+            self.assertRegex(attached[mode][1]['path'],
+                             r'^/dev/cas%d-\d+$' % cache_id)
+        self.assertTrue(all(core.status.startswith('Flushing')
+                            for core in self.cores()))
+        for props, info in attached.values():
+            self.connector.disconnect_volume(props, info)
+        self.assertFalse([argv for argv in self.casadm_argvs()
+                          if '--try-add' in argv])
+        self.assert_clean_host()
