@@ -289,10 +289,22 @@ def remove_core(state_dir: str, args: dict[str, Any]) -> Reply:
         if _exported(cache_id, core_id) in state['open']:
             raise Reply(1, '', '%s\nDevice opens or mount are pending to '
                                'this cache\n' % operation)
-        state['dropped_dirty_blocks'] += core['dirty']
-        del cache['cores'][str(core_id)]
-        devices.remove(state, _exported(cache_id, core_id))
-        _update_cache_status(cache)
+        left = state.get('remove_second_flush_fails')
+        if left is not None:
+            # -R phase two: the exported object is gone, the uninterruptible
+            # flush of what was written meanwhile fails -> core detached
+            state['remove_second_flush_fails'] = None
+            core.update(status='Inactive', dirty=left)
+            devices.remove(state, _exported(cache_id, core_id))
+            _update_cache_status(cache)
+        else:
+            state['dropped_dirty_blocks'] += core['dirty']
+            del cache['cores'][str(core_id)]
+            devices.remove(state, _exported(cache_id, core_id))
+            _update_cache_status(cache)
+    if left is not None:
+        return Reply(1, '', 'Failed to remove core. See dmesg for more '
+                            'information\n')
     return Reply(0)
 
 

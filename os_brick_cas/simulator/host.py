@@ -126,6 +126,10 @@ class SimulatedHostControl(object):
             faults.add(state, verb, exit_code=exit_code, stdout=stdout,
                        stderr=stderr, hang=hang, nth=nth, count=count)
 
+    def fail_remove_second_flush(self, dirty_left: int) -> None:
+        """The next -R's second flush fails, *dirty_left* blocks stay."""
+        self._update(remove_second_flush_fails=dirty_left)
+
     def set_flushing(self, cache_id: int,
                      percent: Optional[float] = None) -> None:
         """Show a whole-cache flush at *percent* in ``-L`` (None: done)."""

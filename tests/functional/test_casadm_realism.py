@@ -12,6 +12,7 @@
 
 """casadm as it really behaves (opencas-cli.md, "Third reading")."""
 
+from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 from tests.functional import base
 
@@ -71,4 +72,31 @@ class WholeCacheFlushTestCase(base.FunctionalTestCase):
             self.connector.disconnect_volume(props, info)
         self.assertFalse([argv for argv in self.casadm_argvs()
                           if '--try-add' in argv])
+        self.assert_clean_host()
+
+
+class RemoveSecondFlushFailsTestCase(base.FunctionalTestCase):
+    """-R whose second flush fails leaves the core Inactive and dirty."""
+
+    def test_detach_refused_then_retried(self):
+        image = self.image('volume-detached')
+        props = self.props(image, 'wb')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 64)
+        self.host.fail_remove_second_flush(8)
+
+        exc = self.assertRaises(exception.CoreRemovalFailed,
+                                self.connector.disconnect_volume, props, info)
+        self.assertIn('dirty data', str(exc))
+        [core] = self.cores()
+        self.assertEqual('Inactive', core.status, self.casadm_argvs())
+        self.assertEqual(8, self.dirty(core))
+        self.assertEqual('Incomplete', self.cache_list()[1].status)
+        self.assertIn((2, core.core_id),
+                      opencas_conf.read(self.opencas_conf).cores)
+        self.assertEqual(1, len(self.mappings()))
+
+        self.connector.disconnect_volume(props, info)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
         self.assert_clean_host()
