@@ -223,10 +223,14 @@ class VolumeCache(object):
         if caches is None:
             caches = self.casadm.list_caches()
         mode = self._mode_of(caches, core.cache_id)
+        # casadm's dirty count decides, not the mode: an operator may have
+        # left write-back with '-Q -c wt -f no', which keeps dirty blocks
+        dirty = (mode.holds_dirty_data or
+                 self.casadm.dirty_blocks(core) > 0)
         # flushes of one instance are serialised (casadm refuses a second
-        # one with "Another flush operation in progress"); removing a core
-        # of a clean instance flushes nothing and needs no cache-wide lock
-        with (locks.cache_lock(core.cache_id) if mode.holds_dirty_data
+        # one with "Another flush operation in progress"); removing a clean
+        # core of a clean instance flushes nothing and needs no cache lock
+        with (locks.cache_lock(core.cache_id) if dirty
               else contextlib.nullcontext()):
             if not core.active:
                 core = self._reactivate_for_removal(core, volume, spec)
@@ -235,7 +239,7 @@ class VolumeCache(object):
                                      'of instance %d' % (core.core_id,
                                                          core.cache_id),
                                      spec)
-                if mode.holds_dirty_data:
+                if dirty:
                     LOG.info('Flushing volume %(vol)s (core %(core)s of '
                              'instance %(cache)s) before removal',
                              {'vol': volume, 'core': core.core_id,
@@ -243,7 +247,8 @@ class VolumeCache(object):
                     self.casadm.flush(core.cache_id, core.core_id,
                                       self._flush_timeout)
                 self.casadm.remove_core(core)
-            if mode.holds_dirty_data:
+            if dirty or opencas_conf.read(self.opencas_conf_path).lists_core(
+                    core.cache_id, core.core_id, core.device):
                 priv_devices.forget_core(core.cache_id, core.core_id,
                                          core.device)
         LOG.info('Removed volume %(vol)s from instance %(cache)s',

@@ -65,6 +65,11 @@ class CacheInstance:
     mode: str
     cores: tuple[Core, ...] = ()
 
+    @property
+    def current_mode(self) -> str:
+        """The mode now in force: 'wb->wt' (any flush running) is 'wt'."""
+        return self.mode.rsplit('->', 1)[-1]
+
     def find_core(self, device: str) -> Optional[Core]:
         for core in self.cores:
             if core.device == device:
@@ -138,6 +143,11 @@ _ERRORS: list[tuple[str, Callable[..., exception.CasError]]] = [
         exception.DeviceBusy(device=ctx.get('device'), detail=detail)),
     ('exclusively', lambda ctx, detail:
         exception.DeviceBusy(device=ctx.get('device'), detail=detail)),
+    # -R whose second, uninterruptible flush failed: core left detached
+    ('Failed to remove core. See dmesg', lambda ctx, detail:
+        exception.CoreRemovalFailed(cache_id=ctx.get('cache_id'),
+                                    core=ctx.get('core_id'),
+                                    detail=detail)),
     ('Core is inactive', lambda ctx, detail:
         exception.CoreInactive(cache_id=ctx.get('cache_id'),
                                core=ctx.get('core_id'),

@@ -129,6 +129,15 @@ class FlushTimedOut(FlushFailed):
                "raise [os_brick_cas] flush_timeout.")
 
 
+class CoreRemovalFailed(CasError):
+    message = ("Removing core %(core)s of cache instance %(cache_id)s failed "
+               "after its device was detached (%(detail)s): the core is now "
+               "inactive and its dirty data is kept in the cache (instance "
+               "incomplete); the RBD mapping and the opencas.conf row were "
+               "left in place. Fix the cause (see dmesg) and retry the "
+               "detach, which re-activates and flushes the core.")
+
+
 class CoreInactive(CasError):
     message = ("Core %(core)s of cache instance %(cache_id)s is inactive "
                "(its device %(device)s is missing). Re-attach the volume so "

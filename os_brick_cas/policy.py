@@ -114,7 +114,7 @@ class CachePolicy(object):
         cache = by_id.get(cache_id)
         if cache is None:
             raise exception.CacheNotFound(cache_id=cache_id)
-        if cache.mode != mode.value:
+        if cache.current_mode != mode.value:
             raise exception.CacheModeMismatch(
                 mode=mode.value, cache_id=cache_id, actual=cache.mode,
                 present=', '.join('%d=%s' % (c.cache_id, c.mode)

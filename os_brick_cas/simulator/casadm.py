@@ -243,12 +243,31 @@ def flush(state_dir: str, verb: str, args: dict[str, Any]) -> Reply:
     else:
         operation = 'Error while flushing cache %d' % cache_id
         with state_mod.locked(state_dir) as state:
-            core_ids = [int(i) for i, c in _cache(
-                state, cache_id, operation)['cores'].items()
-                if c['status'] != 'Inactive']
-    for core_id in core_ids:
-        _flush_core(state_dir, cache_id, core_id, operation)
+            cache = _cache(state, cache_id, operation)
+            core_ids = [int(i) for i, c in cache['cores'].items()
+                        if c['status'] != 'Inactive']
+            cache['flushed_before'] = state.get('flushed_blocks', 0)
+    try:
+        for done, core_id in enumerate(core_ids, 1):
+            _flush_core(state_dir, cache_id, core_id, operation)
+            if verb != 'flush-core' and done < len(core_ids):
+                _show_flush_progress(state_dir, cache_id)
+    finally:
+        if verb != 'flush-core':
+            with state_mod.locked(state_dir) as state:
+                state['caches'][str(cache_id)].pop('flushing', None)
     return Reply(0)
+
+
+def _show_flush_progress(state_dir: str, cache_id: int) -> None:
+    # casadm -L shows 'Flushing' once a block of this flush is written
+    with state_mod.locked(state_dir) as state:
+        cache = state['caches'][str(cache_id)]
+        dirty = sum(core['dirty'] for core in cache['cores'].values())
+        flushed = state.get('flushed_blocks', 0) - cache.get(
+            'flushed_before', 0)
+        if flushed:
+            cache['flushing'] = 100.0 * flushed / (flushed + dirty)
 
 
 def remove_core(state_dir: str, args: dict[str, Any]) -> Reply:
@@ -270,10 +289,22 @@ def remove_core(state_dir: str, args: dict[str, Any]) -> Reply:
         if _exported(cache_id, core_id) in state['open']:
             raise Reply(1, '', '%s\nDevice opens or mount are pending to '
                                'this cache\n' % operation)
-        state['dropped_dirty_blocks'] += core['dirty']
-        del cache['cores'][str(core_id)]
-        devices.remove(state, _exported(cache_id, core_id))
-        _update_cache_status(cache)
+        left = state.get('remove_second_flush_fails')
+        if left is not None:
+            # -R phase two: the exported object is gone, the uninterruptible
+            # flush of what was written meanwhile fails -> core detached
+            state['remove_second_flush_fails'] = None
+            core.update(status='Inactive', dirty=left)
+            devices.remove(state, _exported(cache_id, core_id))
+            _update_cache_status(cache)
+        else:
+            state['dropped_dirty_blocks'] += core['dirty']
+            del cache['cores'][str(core_id)]
+            devices.remove(state, _exported(cache_id, core_id))
+            _update_cache_status(cache)
+    if left is not None:
+        return Reply(1, '', 'Failed to remove core. See dmesg for more '
+                            'information\n')
     return Reply(0)
 
 
@@ -303,16 +334,28 @@ def list_caches(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     lines = [LIST_HEADER]
     for cache_id, cache in sorted(state['caches'].items(),
                                   key=lambda item: int(item[0])):
+        # during any whole-cache flush casadm shows the progress as status
+        # and 'wb-><current mode>' as mode (cas_lib.c, list_caches)
+        flushing = cache.get('flushing')
+        if flushing:
+            status, mode = ('Flushing (%3.1f %%)' % flushing,
+                            'wb->%s' % cache['mode'])
+        else:
+            status, mode = cache['status'], cache['mode']
         lines.append('cache,%s,%s,%s,%s,-' % (cache_id, cache['device'],
-                                              cache['status'], cache['mode']))
+                                              status, mode))
         for core_id, core in sorted(cache['cores'].items(),
                                     key=lambda item: int(item[0])):
             disk = core['device'] if by_id or core['status'] == 'Inactive' \
                 else core.get('resolved') or core['device']
             exported = '-' if core['status'] == 'Inactive' else _exported(
                 int(cache_id), int(core_id))
+            core_status = core['status']
+            if flushing:
+                core_status = 'Flushing (%3.1f %%)' % (
+                    0.0 if core['dirty'] else 100.0)
             lines.append('core,%s,%s,%s,-,%s' % (core_id, disk,
-                                                 core['status'], exported))
+                                                 core_status, exported))
     if args.get('output-format') != 'csv':
         raise Reply(1, '', 'Only CSV output is simulated\n')
     return Reply(0, '\n'.join(lines) + '\n')

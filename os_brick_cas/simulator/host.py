@@ -149,6 +149,16 @@ class SimulatedHostControl(object):
             faults.add(state, verb, exit_code=exit_code, stdout=stdout,
                        stderr=stderr, hang=hang, nth=nth, count=count)
 
+    def fail_remove_second_flush(self, dirty_left: int) -> None:
+        """The next -R's second flush fails, *dirty_left* blocks stay."""
+        self._update(remove_second_flush_fails=dirty_left)
+
+    def set_flushing(self, cache_id: int,
+                     percent: Optional[float] = None) -> None:
+        """Show a whole-cache flush at *percent* in ``-L`` (None: done)."""
+        with state_mod.locked(self.state_dir) as state:
+            state['caches'][str(cache_id)]['flushing'] = percent
+
     def set_dirty(self, cache_id: int, core_id: int, blocks: int) -> None:
         """Simulate guest writes that are in the cache but not in Ceph."""
         with state_mod.locked(self.state_dir) as state:

@@ -131,9 +131,22 @@ class VolumeCacheTestCase(base.TestCase):
 
     def test_detach_write_through_does_not_flush(self):
         self.host('core,1,3,%s,Active,-,/dev/cas1-3' % LINK)
+        self.fake.reply('--stats', stats(0))
         self.fake.reply('--remove-core', (0, '', ''))
         self.assertTrue(self.cache.detach(LINK, 'vol'))
         self.assertEqual([], self.fake.argv_of('--flush-cache'))
+
+    def test_detach_flushes_dirty_core_of_write_through_instance(self):
+        # '-Q -c wt -f no' leaves dirty blocks in an instance now 'wt'
+        self.host('core,1,3,%s,Active,-,/dev/cas1-3' % LINK)
+        opencas_conf.update_file(self.opencas_conf,
+                                 add=opencas_conf.CoreRow(1, 3, LINK))
+        self.fake.reply('--stats', stats(12))
+        self.fake.reply('--flush-cache', (0, '', ''))
+        self.fake.reply('--remove-core', (0, '', ''))
+        self.assertTrue(self.cache.detach(LINK, 'vol'))
+        self.assertEqual(1, len(self.fake.argv_of('--flush-cache')))
+        self.assertEqual({}, self.conf_cores())
 
     def test_failed_flush_removes_nothing(self):
         self.host('core,2,7,%s,Active,-,/dev/cas2-7' % LINK)

@@ -59,6 +59,7 @@ class EngineTestCase(base.TestCase):
         self.fake.reply('--list-caches', (0, base.list_csv(
             'cache,1,/dev/nvme0n1p1,Running,wt,-',
             'core,4,%s,Active,-,/dev/cas1-4' % LINK), ''))
+        self.fake.reply('--stats', (0, 'Dirty [4KiB Blocks]\n0\n', ''))
         self.fake.reply('--remove-core', (0, '', ''))
         detach = self.manager('/dev/cas1-4')
         self.assertEqual(LINK, detach.detach_volume())
