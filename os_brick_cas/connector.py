@@ -62,29 +62,22 @@ class CachedRBDConnector(rbd.RBDConnector):
     def __init__(self, root_helper: Optional[str] = None, *args,
                  volume_cache: Optional[cache_mod.VolumeCache] = None,
                  **kwargs):
-        kwargs['do_local_attach'] = True
+        # cached volumes are always mapped locally (see _map); any other
+        # volume follows os-brick's own do_local_attach rules
         super().__init__(root_helper, *args, **kwargs)
         self.volume_cache = volume_cache or cache_mod.VolumeCache()
 
     # -- krbd, by exact identity --------------------------------------
 
-    def _find_root_device(self, connection_properties: dict[str, Any],
-                          conf: Optional[str]) -> Optional[str]:
-        """/dev/rbdN mapping the volume's pool/namespace/image, or None.
-
-        os-brick matches the image name only, so same-named images of two
-        pools were confused (detach unmapped the other pool's image).
-        """
-        parts = str(connection_properties.get('name', '')).split('/')
-        spec = rbd_names.ImageSpec(
-            pool=parts[0], namespace=parts[1] if len(parts) == 3 else '',
-            image=parts[-1])
-        return self._find_mapping(spec, connection_properties, conf)
-
     def _find_mapping(self, spec: rbd_names.ImageSpec,
                       props: dict[str, Any],
                       conf: Optional[str] = None) -> Optional[str]:
-        """/dev/rbdN of *spec*'s image (not a snapshot), or None."""
+        """/dev/rbdN of *spec*'s image (not a snapshot), or None.
+
+        Matches pool, namespace and image: os-brick's _find_root_device
+        (kept as is for volumes that are not cacheable) matches the image
+        name only, so same-named images of two pools were confused.
+        """
         out, _err = self._execute('rbd', 'showmapped', '--format=json',
                                   *self._get_rbd_args(props, conf),
                                   root_helper=self._root_helper,
