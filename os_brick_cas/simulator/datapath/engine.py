@@ -165,6 +165,9 @@ class CacheEngine(object):
     def remove_core(self, core_id: int) -> None:
         """Clean the core's dirty lines, drop its lines, close it."""
         self.flush(core_id)
+        if self.dirty_lines(core_id):
+            raise RuntimeError('core %d still has dirty lines after the '
+                               'flush; not removing it' % core_id)
         for key in [k for k in self.map if k[0] == core_id]:
             del self.map[key]
         os.close(self.cores.pop(core_id))
