@@ -160,7 +160,7 @@ class CacheEngine(object):
 
     def attach_core(self, core_id: int, core_path: str) -> None:
         """Add or try-add a core; its kept lines become reachable again."""
-        self.cores[core_id] = os.open(core_path, os.O_RDWR)
+        self.cores[core_id] = os.open(core_path, os.O_RDWR | os.O_DSYNC)
 
     def remove_core(self, core_id: int) -> None:
         """Clean the core's dirty lines, drop its lines, close it."""
