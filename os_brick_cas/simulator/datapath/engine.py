@@ -1,0 +1,351 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A userspace cache engine with Open CAS line semantics.
+
+Bytes really sit in a cache file (the stand-in's "SSD") until they are
+cleaned to the core, so a skipped flush loses or hides data and a test can
+see it. Metadata (line map, dirty bits, IO classes, mode) lives in a sidecar
+JSON file stamped with the cache file's identity: a destroyed or replaced
+cache file is detected on load and reported as :class:`CacheDeviceLost`
+with the number of dirty lines lost.
+"""
+
+import collections
+import json
+import os
+import uuid
+
+LINE = 4096
+MODES = ('wt', 'wb', 'wa', 'wo', 'pt')
+MAX_IO_CLASSES = 33
+_MAGIC = b'OSBRICKCAS-STANDIN\n'
+
+
+class CacheDeviceLost(Exception):
+    """The cache file is gone or replaced: its dirty lines are lost."""
+
+    def __init__(self, path: str, dirty_lines: int):
+        self.path = path
+        self.dirty_lines = dirty_lines
+        super().__init__(
+            'Cache device %s is lost: %d dirty line(s) never reached the '
+            'core; restore from backup' % (path, dirty_lines))
+
+
+class CoreInactive(Exception):
+    """I/O or cleaning for a core whose device is not attached."""
+
+
+class IoClass(collections.namedtuple(
+        'IoClass', 'id name priority allocation')):
+    """One IO-class row; ``name`` is the rule (``core_id:eq:N[&done]``)."""
+
+    def matches(self, core_id: int) -> tuple:
+        """Return (matches, done) for a request of ``core_id``."""
+        if self.name == 'unclassified':
+            return True, False
+        done = False
+        match = True
+        for term in self.name.split('&'):
+            if term == 'done':
+                done = True
+            elif term.startswith('core_id:eq:'):
+                match = match and int(term.split(':')[2]) == core_id
+            else:
+                raise ValueError('unsupported IO class rule %r' % term)
+        return match, done
+
+
+DEFAULT_CLASSES = (IoClass(0, 'unclassified', 255, 1.0),)
+
+
+class Stats(object):
+    """Request counters, as casadm -P reports them."""
+
+    FIELDS = ('read_hits', 'read_partial_misses', 'read_full_misses',
+              'write_hits', 'write_misses', 'pass_through_reads',
+              'pass_through_writes')
+
+    def __init__(self):
+        for field in self.FIELDS:
+            setattr(self, field, 0)
+
+    def as_dict(self) -> dict:
+        return {f: getattr(self, f) for f in self.FIELDS}
+
+
+class CacheEngine(object):
+    """One cache instance: ``lines`` 4 KiB slots in ``cache_path``."""
+
+    def __init__(self, cache_path: str, lines: int, mode: str = 'wt'):
+        if mode not in MODES:
+            raise ValueError('cache mode must be one of %s' % (MODES,))
+        self.cache_path = cache_path
+        self.meta_path = cache_path + '.meta'
+        self.lines = lines
+        self.mode = mode
+        self.io_classes = list(DEFAULT_CLASSES)
+        # (core_id, core_line) -> [slot, dirty, io_class]; order = LRU
+        self.map = collections.OrderedDict()
+        self.cores = {}        # core_id -> fd of the core device
+        self.stats = Stats()
+        self.identity = None
+        self._fd = None
+
+    # -- lifecycle -------------------------------------------------------
+    def create(self) -> None:
+        """Format the cache file (start without --load)."""
+        self.identity = uuid.uuid4().hex
+        with open(self.cache_path, 'wb') as f:
+            f.write(_MAGIC + self.identity.encode() + b'\n')
+            f.truncate(LINE * (self.lines + 1))
+        self._open()
+        self.save()
+
+    @classmethod
+    def load(cls, cache_path: str) -> 'CacheEngine':
+        """Load after a (simulated) reboot; cores come back Inactive."""
+        with open(cache_path + '.meta') as f:
+            meta = json.load(f)
+        engine = cls(cache_path, meta['lines'], meta['mode'])
+        engine.identity = meta['identity']
+        engine.io_classes = [IoClass(*c) for c in meta['io_classes']]
+        for core_id, core_line, slot, dirty, klass in meta['map']:
+            engine.map[(core_id, core_line)] = [slot, dirty, klass]
+        try:
+            with open(cache_path, 'rb') as f:
+                head = f.read(len(_MAGIC) + 33)
+        except FileNotFoundError:
+            head = b''
+        if head != _MAGIC + engine.identity.encode() + b'\n':
+            raise CacheDeviceLost(cache_path, engine.dirty_lines())
+        engine._open()
+        return engine
+
+    def _open(self) -> None:
+        self._fd = os.open(self.cache_path, os.O_RDWR)
+
+    def save(self) -> None:
+        """Persist metadata atomically (what survives a reboot)."""
+        meta = {'identity': self.identity, 'lines': self.lines,
+                'mode': self.mode, 'io_classes': self.io_classes,
+                'map': [[c, n, s, d, k]
+                        for (c, n), (s, d, k) in self.map.items()]}
+        tmp = self.meta_path + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(meta, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.fsync(self._fd)
+        os.replace(tmp, self.meta_path)
+
+    def close(self) -> None:
+        """Stop without flushing (dirty lines stay in the cache file)."""
+        for fd in self.cores.values():
+            os.close(fd)
+        self.cores.clear()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def attach_core(self, core_id: int, core_path: str) -> None:
+        """Add or try-add a core; its kept lines become reachable again."""
+        self.cores[core_id] = os.open(core_path, os.O_RDWR | os.O_DSYNC)
+
+    def remove_core(self, core_id: int) -> None:
+        """Clean the core's dirty lines, drop its lines, close it."""
+        self.flush(core_id)
+        if self.dirty_lines(core_id):
+            raise RuntimeError('core %d still has dirty lines after the '
+                               'flush; not removing it' % core_id)
+        for key in [k for k in self.map if k[0] == core_id]:
+            del self.map[key]
+        os.close(self.cores.pop(core_id))
+        self.save()
+
+    # -- counters ---------------------------------------------------------
+    def occupancy(self, core_id: int = None) -> int:
+        return sum(1 for k in self.map if core_id in (None, k[0]))
+
+    def dirty_lines(self, core_id: int = None) -> int:
+        return sum(1 for k, v in self.map.items()
+                   if v[1] and core_id in (None, k[0]))
+
+    # -- IO classes -------------------------------------------------------
+    def load_io_classes(self, classes: list) -> None:
+        """Replace the whole table (casadm -C -C)."""
+        ids = [c.id for c in classes]
+        if len(classes) > MAX_IO_CLASSES or any(
+                i < 0 or i >= MAX_IO_CLASSES for i in ids):
+            raise ValueError('at most %d IO classes, ids 0-%d'
+                             % (MAX_IO_CLASSES, MAX_IO_CLASSES - 1))
+        if len(set(ids)) != len(ids):
+            raise ValueError('duplicate IO class id')
+        zero = [c for c in classes if c.id == 0]
+        if not zero or zero[0].name != 'unclassified':
+            raise ValueError('IO class 0 must be "unclassified"')
+        for c in classes:
+            if not 0 <= c.allocation <= 1:
+                raise ValueError('allocation must be within 0-1')
+            c.matches(0)
+        self.io_classes = sorted(classes, key=lambda c: c.id)
+        self.save()
+
+    def classify(self, core_id: int) -> IoClass:
+        """Rules in class-id order; the last match wins unless &done."""
+        chosen = self.io_classes[0]
+        for klass in self.io_classes:
+            match, done = klass.matches(core_id)
+            if match:
+                chosen = klass
+                if done:
+                    break
+        return chosen
+
+    # -- data path --------------------------------------------------------
+    def _core_fd(self, core_id: int) -> int:
+        try:
+            return self.cores[core_id]
+        except KeyError:
+            raise CoreInactive('core %d is inactive' % core_id)
+
+    def _read_slot(self, slot: int) -> bytes:
+        return os.pread(self._fd, LINE, LINE * (slot + 1))
+
+    def _write_slot(self, slot: int, data: bytes) -> None:
+        os.pwrite(self._fd, data, LINE * (slot + 1))
+
+    def _read_core_line(self, core_id: int, line: int) -> bytes:
+        data = os.pread(self._core_fd(core_id), LINE, line * LINE)
+        return data.ljust(LINE, b'\0')
+
+    def _clean(self, key: tuple) -> None:
+        entry = self.map[key]
+        if entry[1]:
+            data = self._read_slot(entry[0])
+            os.pwrite(self._core_fd(key[0]), data, key[1] * LINE)
+            entry[1] = False
+
+    def _free_slot(self, klass: IoClass) -> int:
+        cap = max(1, int(round(klass.allocation * self.lines)))
+        in_class = [k for k, v in self.map.items() if v[2] == klass.id]
+        victims = None
+        if len(in_class) >= cap:
+            victims = in_class
+        elif len(self.map) >= self.lines:
+            victims = list(self.map)
+        if victims:
+            victim = victims[0]
+            self._clean(victim)
+            os.fsync(self._core_fd(victim[0]))
+            return self.map.pop(victim)[0]
+        used = {v[0] for v in self.map.values()}
+        return min(set(range(self.lines)) - used)
+
+    def _insert(self, key: tuple, data: bytes, dirty: bool,
+                klass: IoClass) -> None:
+        slot = self._free_slot(klass)
+        self._write_slot(slot, data)
+        self.map[key] = [slot, dirty, klass.id]
+
+    def read(self, core_id: int, offset: int, length: int) -> bytes:
+        """Read through the cache, promoting misses as the mode says."""
+        klass = self.classify(core_id)
+        first, last = offset // LINE, (offset + length - 1) // LINE
+        keys = [(core_id, n) for n in range(first, last + 1)]
+        hits = sum(1 for k in keys if k in self.map)
+        bypass = self.mode == 'pt' or klass.allocation == 0
+        if bypass:
+            self.stats.pass_through_reads += 1
+        elif hits == len(keys):
+            self.stats.read_hits += 1
+        elif hits:
+            self.stats.read_partial_misses += 1
+        else:
+            self.stats.read_full_misses += 1
+        out = []
+        for key in keys:
+            if key in self.map:
+                if bypass:
+                    self._clean(key)
+                    del self.map[key]
+                    out.append(self._read_core_line(*key))
+                    continue
+                self.map.move_to_end(key)
+                out.append(self._read_slot(self.map[key][0]))
+                continue
+            data = self._read_core_line(*key)
+            if not bypass and self.mode != 'wo':
+                self._insert(key, data, False, klass)
+            out.append(data)
+        self.save()
+        skip = offset - first * LINE
+        return b''.join(out)[skip:skip + length]
+
+    def write(self, core_id: int, offset: int, data: bytes) -> None:
+        """Write through the cache following the mode and the IO class."""
+        klass = self.classify(core_id)
+        bypass = self.mode == 'pt' or klass.allocation == 0
+        end = offset + len(data)
+        first, last = offset // LINE, (end - 1) // LINE
+        keys = [(core_id, n) for n in range(first, last + 1)]
+        if bypass:
+            self.stats.pass_through_writes += 1
+        elif all(k in self.map for k in keys):
+            self.stats.write_hits += 1
+        else:
+            self.stats.write_misses += 1
+        core = self._core_fd(core_id)
+        for key in keys:
+            base = key[1] * LINE
+            lo, hi = max(offset, base), min(end, base + LINE)
+            piece = data[lo - offset:hi - offset]
+            hit = key in self.map
+            if bypass:
+                # overlapping dirty lines are cleaned first, then invalidated
+                if hit:
+                    self._clean(key)
+                    del self.map[key]
+                os.pwrite(core, piece, lo)
+                continue
+            if hit:
+                line = bytearray(self._read_slot(self.map[key][0]))
+            else:
+                line = bytearray(self._read_core_line(*key))
+            line[lo - base:hi - base] = piece
+            if self.mode in ('wb', 'wo'):
+                if hit:
+                    self._write_slot(self.map[key][0], bytes(line))
+                    self.map[key][1] = True
+                    self.map.move_to_end(key)
+                else:
+                    self._insert(key, bytes(line), True, klass)
+                continue
+            os.pwrite(core, piece, lo)
+            if hit:
+                self._write_slot(self.map[key][0], bytes(line))
+                self.map.move_to_end(key)
+            elif self.mode == 'wt':
+                self._insert(key, bytes(line), False, klass)
+        self.save()
+
+    def flush(self, core_id: int = None) -> int:
+        """Clean every dirty line (of one core); returns lines cleaned."""
+        keys = [k for k, v in self.map.items()
+                if v[1] and core_id in (None, k[0])]
+        for key in keys:
+            self._clean(key)
+        for cid in {k[0] for k in keys}:
+            os.fsync(self._core_fd(cid))
+        self.save()
+        return len(keys)
