@@ -31,7 +31,6 @@ from os_brick.initiator.connectors import rbd
 from os_brick.privileged import rbd as rbd_privsep
 from os_brick import utils as brick_utils
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 from oslo_utils import excutils
 
 from os_brick_cas import cache as cache_mod
@@ -70,28 +69,15 @@ class CachedRBDConnector(rbd.RBDConnector):
     # -- krbd, by exact identity --------------------------------------
 
     def _find_mapping(self, spec: rbd_names.ImageSpec,
-                      props: dict[str, Any],
-                      conf: Optional[str] = None) -> Optional[str]:
+                      props: dict[str, Any]) -> Optional[str]:
         """/dev/rbdN of *spec*'s image (not a snapshot), or None.
 
-        Matches pool, namespace and image: os-brick's _find_root_device
-        (kept as is for volumes that are not cacheable) matches the image
-        name only, so same-named images of two pools were confused.
+        Read from krbd's sysfs (no process, no root): pool, namespace and
+        image must all match. os-brick's _find_root_device (kept as is for
+        volumes that are not cacheable) matches the image name only, so
+        same-named images of two pools were confused.
         """
-        out, _err = self._execute('rbd', 'showmapped', '--format=json',
-                                  *self._get_rbd_args(props, conf),
-                                  root_helper=self._root_helper,
-                                  run_as_root=True)
-        mappings = jsonutils.loads(out)
-        if isinstance(mappings, dict):
-            mappings = list(mappings.values())
-        for mapping in mappings:
-            if (mapping.get('pool') == spec.pool and
-                    (mapping.get('namespace') or '') == spec.namespace and
-                    mapping.get('name') == spec.image and
-                    mapping.get('snap', '-') in ('-', '')):
-                return mapping.get('device')
-        return None
+        return identity.find_mapping(spec)
 
     def _map(self, volume: volume_mod.RBDVolume, props: dict[str, Any]
              ) -> tuple[str, bool]:

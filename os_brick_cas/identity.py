@@ -44,6 +44,22 @@ def mapped(device: str) -> Optional[rbd_names.MappedDevice]:
     return rbd_names.read_sysfs(dev_id, sysfs_root())
 
 
+def find_mapping(spec: ImageSpec) -> Optional[str]:
+    """/dev/rbdN krbd maps *spec*'s image to (never a snapshot), or None."""
+    try:
+        entries = os.listdir(sysfs_root())
+    except FileNotFoundError:
+        return None
+    for entry in sorted(entries, key=lambda e: (len(e), e)):
+        if not entry.isdigit():
+            continue
+        found = rbd_names.read_sysfs(int(entry), sysfs_root())
+        if (found is not None and not found.is_snapshot and
+                spec.same_image(found.spec)):
+            return '/dev/rbd%d' % found.dev_id
+    return None
+
+
 def verify_device(device: str, expected: ImageSpec,
                   action: str) -> rbd_names.MappedDevice:
     """The sysfs facts of *device*; raise unless it is *expected*'s image.

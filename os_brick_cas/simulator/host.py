@@ -17,6 +17,7 @@ faults, make a core dirty, reboot, look at the state.
 """
 
 import configparser
+import glob
 import os
 import shlex
 import stat
@@ -199,6 +200,10 @@ class SimulatedHostControl(object):
                                         mapping['loop'])
             for number in state['mappings']:
                 rbd.remove_sysfs(self.state_dir, state, number)
+            # /dev is rebuilt at boot: no by-id link to a mapping survives
+            for link in glob.glob(os.path.join(devices.BY_ID, 'rbd-*')):
+                if os.path.realpath(link) in state['devices']:
+                    os.unlink(link)
             state['mappings'] = {}
             state['devices'] = {}
             state['open'] = []

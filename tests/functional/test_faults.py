@@ -203,7 +203,7 @@ class DetachFaultTestCase(base.FunctionalTestCase):
         self.host.inject_fault('remove-core', exit_code=1,
                                stderr='Failed to remove core. See dmesg for '
                                       'more information\n')
-        exc = self.assertRaises(exception.CasadmCommandFailed,
+        exc = self.assertRaises(exception.CoreRemovalFailed,
                                 self.connector.disconnect_volume, props, info)
         self.assertIn('Failed to remove core', str(exc))
         self.assert_nothing_dropped(core, 0)
@@ -228,7 +228,7 @@ class DetachFaultTestCase(base.FunctionalTestCase):
         self.assertTrue(any('--try-add' in argv for argv in verbs))
         self.assertTrue(any('--flush-cache' in argv for argv in verbs))
 
-    @ddt.data('showmapped', 'unmap')
+    @ddt.data('unmap')
     def test_unmap_step_fails_after_core_removed(self, name):
         verb, fault, error, message = DETACH_FAULTS[name]
         props, info, core = self.attach_dirty(name)

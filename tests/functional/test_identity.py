@@ -74,7 +74,8 @@ class IdentityTestCase(base.FunctionalTestCase):
         self.host.reboot()
         y = self.props_of('volumes', 'y', mode=None)
         y_info = self.connector.connect_volume(y)     # takes /dev/rbd0
-        os.symlink(os.path.relpath(y_info['path'], '/dev/disk/by-id'),
+        os.symlink(os.path.relpath(os.path.realpath(y_info['path']),
+                                   '/dev/disk/by-id'),
                    core.device)                       # X's old link -> Y
         self.connector.disconnect_volume(x, None)
         try_adds = [c for c in self.host.calls('casadm', 'try-add')]
@@ -108,7 +109,7 @@ class IdentityTestCase(base.FunctionalTestCase):
         self.host.create_image('volumes', 'q')
         p = self.props_of('volumes', 'p', mode=None)
         q = self.props_of('volumes', 'q', mode=None)
-        p_dev = self.connector.connect_volume(p)['path']
+        p_dev = os.path.realpath(self.connector.connect_volume(p)['path'])
         self.connector.connect_volume(q)
         for link, target in (
                 ('/dev/disk/by-id/ata-SSD_1', p_dev),
