@@ -247,7 +247,7 @@ class CachedRBDConnector(rbd.RBDConnector):
         if core is not None:
             try:
                 removed = self.volume_cache.detach_core(
-                    core, volume.label, volume.spec)
+                    core, volume.label, volume.spec, caches)
             except exception.InactiveCoreDeviceMissing as stranded:
                 # e.g. after a host reboot: map the volume so the core can
                 # be re-activated and its dirty data flushed to Ceph
