@@ -211,8 +211,6 @@ class CachedVolumeTestBase(base.ServersTestBase):
         with open(self.opencas_conf) as source, open(conf, 'w') as copy:
             copy.write(source.read())
         second.set_opencas_conf(conf)
-        # krbd's sysfs is per machine too; device numbers never overlap
-        second.set_sysfs_root(self.host.sysfs_root)
         self.host.set_udev_by_id(True)
         self.hosts['compute2'] = second
         self.host_conf = {'compute1': self.opencas_conf, 'compute2': conf}
@@ -245,7 +243,10 @@ class CachedVolumeTestBase(base.ServersTestBase):
             os.symlink(target, path)
         os.environ['PATH'] = (self.hosts[host].bin_dir + os.pathsep +
                               self.base_path)
-        self.flags(opencas_conf=self.host_conf[host], group='os_brick_cas')
+        # krbd's sysfs is per machine, like opencas.conf
+        self.flags(opencas_conf=self.host_conf[host],
+                   sysfs_rbd_root=self.hosts[host].sysfs_root,
+                   group='os_brick_cas')
         self.current_host = host
 
     @contextlib.contextmanager
