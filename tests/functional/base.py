@@ -93,7 +93,9 @@ class FunctionalTestCase(testtools.TestCase):
                         os_brick.privileged.default):
             context.set_client_mode(False)
             self.addCleanup(context.set_client_mode, True)
-        self.connector = connector.CachedRBDConnector(None)
+        # non-cacheable volumes are krbd-mapped too (os-brick local attach)
+        self.connector = connector.CachedRBDConnector(None,
+                                                      do_local_attach=True)
         self.addCleanup(self._remove_stray_links)
 
     def _remove_stray_links(self) -> None:
