@@ -139,7 +139,7 @@ class NovaVolumeDriverTestCase(base.CephTestCase):
             'connection_info': info,
             'host_options': {name: group[name] for name in (
                 'cache_instances', 'opencas_conf', 'lock_path',
-                'flush_timeout')},
+                'flush_timeout', 'sysfs_rbd_root')},
             'write': {'offset': 4 * MIB, 'length': MIB,
                       'label': 'nova ' + volume.id} if write else None}
         result = subprocess.run(
