@@ -185,9 +185,9 @@ class VolumeCache(object):
                      '%(cache)s for volume %(vol)s as %(path)s',
                      {'core': core.core_id, 'cache': core.cache_id,
                       'vol': volume, 'path': core.exported})
-        listed = opencas_conf.read(self.opencas_conf_path)
-        if mode.holds_dirty_data and not listed.lists_core(
-                core.cache_id, core.core_id, core.device):
+        if mode.holds_dirty_data and not opencas_conf.read(
+                self.opencas_conf_path).lists_core(
+                    core.cache_id, core.core_id, core.device):
             priv_devices.record_core(core.cache_id, core.core_id,
                                      core.device)
         return CachedDevice(core.cache_id, core.core_id, mode,

@@ -68,21 +68,10 @@ class CachedRBDConnector(rbd.RBDConnector):
 
     # -- krbd, by exact identity --------------------------------------
 
-    def _find_mapping(self, spec: rbd_names.ImageSpec,
-                      props: dict[str, Any]) -> Optional[str]:
-        """/dev/rbdN of *spec*'s image (not a snapshot), or None.
-
-        Read from krbd's sysfs (no process, no root): pool, namespace and
-        image must all match. os-brick's _find_root_device (kept as is for
-        volumes that are not cacheable) matches the image name only, so
-        same-named images of two pools were confused.
-        """
-        return identity.find_mapping(spec)
-
     def _map(self, volume: volume_mod.RBDVolume, props: dict[str, Any]
              ) -> tuple[str, bool]:
         """krbd-map *volume*; return (/dev/rbdN, whether it was mapped)."""
-        device = self._find_mapping(volume.spec, props)
+        device = identity.find_mapping(volume.spec)
         if device is not None:
             return device, True
         conf = self.create_non_openstack_config(props)
@@ -96,7 +85,7 @@ class CachedRBDConnector(rbd.RBDConnector):
             # the temporary conf holds a keyring: gone as soon as mapped
             if conf:
                 rbd_privsep.delete_if_exists(conf)
-        device = self._find_mapping(volume.spec, props)
+        device = identity.find_mapping(volume.spec)
         if device is None:
             raise brick_exception.VolumeDeviceNotFound(device=volume.label)
         return device, False
@@ -105,7 +94,7 @@ class CachedRBDConnector(rbd.RBDConnector):
                device: Optional[str] = None) -> bool:
         """Unmap exactly *volume*'s device (checked in sysfs first)."""
         if device is None:
-            device = self._find_mapping(volume.spec, props)
+            device = identity.find_mapping(volume.spec)
         if device is None:
             return False
         identity.verify_device(device, volume.spec,
@@ -265,7 +254,7 @@ class CachedRBDConnector(rbd.RBDConnector):
                     self._current(core), volume.label, volume.spec)
         else:
             self._forget_stale_rows(volume, caches)
-        device = self._find_mapping(volume.spec, props)
+        device = identity.find_mapping(volume.spec)
         links = {core.device} if core is not None else set()
         mapped = identity.mapped(device) if device else None
         if mapped is not None and mapped.spec.fsid is not None:

@@ -45,7 +45,11 @@ def mapped(device: str) -> Optional[rbd_names.MappedDevice]:
 
 
 def find_mapping(spec: ImageSpec) -> Optional[str]:
-    """/dev/rbdN krbd maps *spec*'s image to (never a snapshot), or None."""
+    """/dev/rbdN krbd maps *spec*'s image to (never a snapshot), or None.
+
+    Pool, namespace and image must all match (os-brick's showmapped lookup
+    matches the image name only); read from sysfs, no process, no root.
+    """
     try:
         entries = os.listdir(sysfs_root())
     except FileNotFoundError:
