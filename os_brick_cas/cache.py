@@ -63,7 +63,7 @@ class VolumeCache(object):
     def __init__(self, casadm: Optional[casadm_mod.Casadm] = None,
                  policy: Optional[policy_mod.CachePolicy] = None,
                  conf: cfg.ConfigOpts = cfg.CONF):
-        self.casadm = casadm or casadm_mod.Casadm()
+        self.casadm = casadm or casadm_mod.Casadm(conf)
         self._policy = policy
         self.conf = conf
 

@@ -25,10 +25,12 @@ import os
 import re
 from typing import Callable, Optional
 
+from oslo_config import cfg
 from oslo_log import log as logging
 import tenacity
 
 from os_brick_cas import exception
+from os_brick_cas import opts
 from os_brick_cas.privileged import casadm as priv_casadm
 from os_brick_cas import validation
 
@@ -172,6 +174,9 @@ def _check(operation: str, result: priv_casadm.Result, **ctx) -> str:
         return out
     if exit_code == priv_casadm.NOT_FOUND:
         raise exception.CasadmNotFound()
+    if exit_code == priv_casadm.TIMED_OUT:
+        raise exception.CasadmTimedOut(operation=operation,
+                                       timeout=ctx.get('timeout'))
     detail = _detail(out, err)
     ctx.setdefault('operation', operation)
     LOG.debug('casadm %s failed with %s: %s', operation, exit_code, detail)
@@ -209,11 +214,30 @@ def core_of_exported(path: str) -> Optional[tuple[int, int]]:
 
 
 class Casadm(object):
-    """The casadm operations os-brick-cas needs, with typed results."""
+    """The casadm operations os-brick-cas needs, with typed results.
+
+    Every call is bounded: ``[os_brick_cas] casadm_timeout`` for short
+    calls (CasadmTimedOut), ``flush_timeout`` for flushes and core
+    removals, which run on the flush privsep daemon.
+    """
+
+    def __init__(self, conf: Optional[cfg.ConfigOpts] = None):
+        self.conf = conf or cfg.CONF
+
+    @property
+    def _timeout(self) -> int:
+        return self.conf[opts.GROUP].casadm_timeout
+
+    @property
+    def _flush_timeout(self) -> int:
+        return self.conf[opts.GROUP].flush_timeout
 
     def list_caches(self) -> list[CacheInstance]:
         """All cache instances and their cores (by-id paths)."""
-        return parse_list(_check('--list-caches', priv_casadm.list_caches()))
+        timeout = self._timeout
+        return parse_list(_check('--list-caches',
+                                 priv_casadm.list_caches(timeout),
+                                 timeout=timeout))
 
     @staticmethod
     def find_core(caches: list[CacheInstance],
@@ -230,8 +254,10 @@ class Casadm(object):
         """Add *device* to *cache_id*; casadm picks the core id."""
         cache_id = validation.cache_id(cache_id)
         device = validation.by_id_path(device)
-        out = _check('--add-core', priv_casadm.add_core(cache_id, device),
-                     cache_id=cache_id, device=device)
+        timeout = self._timeout
+        out = _check('--add-core',
+                     priv_casadm.add_core(cache_id, device, timeout),
+                     cache_id=cache_id, device=device, timeout=timeout)
         match = _ADDED.search(out)
         if not match:
             raise exception.CasadmCommandFailed(
@@ -248,31 +274,40 @@ class Casadm(object):
         cache_id = validation.cache_id(cache_id)
         core_id = validation.core_id(core_id)
         device = validation.by_id_path(device)
+        timeout = self._timeout
         _check('--try-add', priv_casadm.try_add_core(cache_id, core_id,
-                                                     device),
-               cache_id=cache_id, core_id=core_id, device=device)
+                                                     device, timeout),
+               cache_id=cache_id, core_id=core_id, device=device,
+               timeout=timeout)
         return Core(cache_id=cache_id, core_id=core_id, device=device,
                     status='Active',
                     exported=exported_path(cache_id, core_id))
 
     @_retry_busy
     def remove_core(self, core: Core) -> None:
-        """Remove an active core (casadm flushes it first; never forced)."""
+        """Remove an active core (casadm flushes it first; never forced).
+
+        Bounded by flush_timeout; when that runs out the removal's flush
+        is interrupted and the core stays, with its dirty data.
+        """
+        timeout = self._flush_timeout
         _check('--remove-core',
                priv_casadm.remove_core(validation.cache_id(core.cache_id),
-                                       validation.core_id(core.core_id)),
+                                       validation.core_id(core.core_id),
+                                       timeout),
                cache_id=core.cache_id, core_id=core.core_id,
-               device=core.exported or core.device)
+               device=core.exported or core.device, timeout=timeout)
 
     @_retry_busy
     def remove_inactive_core(self, core: Core) -> None:
         """Remove an inactive core; casadm refuses while it is dirty."""
+        timeout = self._timeout
         _check('--remove-inactive',
                priv_casadm.remove_inactive_core(
                    validation.cache_id(core.cache_id),
-                   validation.core_id(core.core_id)),
+                   validation.core_id(core.core_id), timeout),
                cache_id=core.cache_id, core_id=core.core_id,
-               device=core.device)
+               device=core.device, timeout=timeout)
 
     def flush(self, cache_id: int, core_id: Optional[int],
               timeout: int) -> None:
@@ -312,9 +347,12 @@ class Casadm(object):
         cache_id = validation.cache_id(cache_id)
         if core_id is not None:
             core_id = validation.core_id(core_id)
+        timeout = self._timeout
         return parse_stats(_check('--stats',
-                                  priv_casadm.stats(cache_id, core_id),
-                                  cache_id=cache_id, core_id=core_id))
+                                  priv_casadm.stats(cache_id, core_id,
+                                                    timeout),
+                                  cache_id=cache_id, core_id=core_id,
+                                  timeout=timeout))
 
     def dirty_blocks(self, core: Core) -> int:
         """Dirty 4 KiB blocks a core holds."""
@@ -323,6 +361,8 @@ class Casadm(object):
 
     def version(self) -> dict[str, str]:
         """``{'CAS Cache Kernel Module': ..., 'CAS CLI Utility': ...}``."""
-        out = _check('--version', priv_casadm.version())
+        timeout = self._timeout
+        out = _check('--version', priv_casadm.version(timeout),
+                     timeout=timeout)
         return {row['Name']: row['Version']
                 for row in csv.DictReader(io.StringIO(out))}

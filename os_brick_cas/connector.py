@@ -24,6 +24,7 @@ RBDConnector (no casadm involved).
 """
 
 import os
+import signal
 from typing import Any, Optional
 
 from os_brick import exception as brick_exception
@@ -40,6 +41,7 @@ from os_brick_cas import exception
 from os_brick_cas import identity
 from os_brick_cas import locks
 from os_brick_cas import opencas_conf
+from os_brick_cas import opts
 from os_brick_cas import rbd_names
 from os_brick_cas import volume as volume_mod
 
@@ -76,11 +78,13 @@ class CachedRBDConnector(rbd.RBDConnector):
             return device, True
         conf = self.create_non_openstack_config(props)
         try:
-            cmd = ['rbd', 'map', volume.image, '--pool', volume.pool]
+            args = [volume.image, '--pool', volume.pool]
             if volume.namespace:
-                cmd += ['--namespace', volume.namespace]
-            self._execute(*cmd, *self._get_rbd_args(props, conf),
-                          root_helper=self._root_helper, run_as_root=True)
+                args += ['--namespace', volume.namespace]
+            self._rbd(volume, 'map', args, props, conf)
+        except exception.RbdTimedOut:
+            self._unmap_late_mapping(volume, props)
+            raise
         finally:
             # the temporary conf holds a keyring: gone as soon as mapped
             if conf:
@@ -89,6 +93,17 @@ class CachedRBDConnector(rbd.RBDConnector):
         if device is None:
             raise brick_exception.VolumeDeviceNotFound(device=volume.label)
         return device, False
+
+    def _unmap_late_mapping(self, volume: volume_mod.RBDVolume,
+                            props: dict[str, Any]) -> None:
+        """After a killed map: unmap the device if the kernel made it."""
+        try:
+            if self._unmap(volume, props):
+                LOG.warning('The timed-out map of volume %s completed '
+                            'after all; unmapped it again.', volume.label)
+        except Exception:
+            LOG.exception('Could not unmap volume %s after its map timed '
+                          'out; a later detach unmaps it.', volume.label)
 
     def _unmap(self, volume: volume_mod.RBDVolume, props: dict[str, Any],
                device: Optional[str] = None) -> bool:
@@ -99,9 +114,24 @@ class CachedRBDConnector(rbd.RBDConnector):
             return False
         identity.verify_device(device, volume.spec,
                                'unmap volume %s' % volume.label)
-        self._execute('rbd', 'unmap', device, *self._get_rbd_args(props),
-                      root_helper=self._root_helper, run_as_root=True)
+        self._rbd(volume, 'unmap', [device], props)
         return True
+
+    def _rbd(self, volume: volume_mod.RBDVolume, operation: str,
+             args: list[str], props: dict[str, Any],
+             conf: Optional[str] = None) -> None:
+        """Run ``rbd <operation>`` as root, killed after rbd_timeout."""
+        timeout = self.volume_cache.conf[opts.GROUP].rbd_timeout
+        try:
+            self._execute('rbd', operation, *args,
+                          *self._get_rbd_args(props, conf),
+                          root_helper=self._root_helper, run_as_root=True,
+                          timeout=timeout, signal=int(signal.SIGKILL))
+        except brick_exception.ExecutionTimeout:
+            raise exception.RbdTimedOut(
+                operation=operation, volume=volume.label, timeout=timeout,
+                state='the volume may still be mapped' if operation ==
+                'unmap' else 'a late mapping is unmapped again')
 
     # -- attach --------------------------------------------------------
 

@@ -55,6 +55,34 @@ class CasadmCommandFailed(CasError):
                "%(detail)s")
 
 
+class CasadmTimedOut(CasadmCommandFailed):
+    """A casadm call ran out of its time bound and was killed."""
+
+    message = ("casadm %(operation)s did not finish within %(timeout)s s "
+               "and was killed; what it did is what 'casadm -L' shows now. "
+               "Check the host (dmesg, Open CAS) and retry. Raise "
+               "[os_brick_cas] casadm_timeout only if casadm is known to be "
+               "slow here.")
+
+
+class RbdTimedOut(CasError):
+    """An rbd map or unmap ran out of its time bound and was killed."""
+
+    message = ("rbd %(operation)s of volume %(volume)s did not finish within "
+               "%(timeout)s s and was killed (%(state)s). Check the Ceph "
+               "cluster's health and this host's network to it, then retry; "
+               "[os_brick_cas] rbd_timeout sets the bound.")
+
+
+class LockTimedOut(CasError):
+    """Waiting for a host lock took longer than lock_timeout."""
+
+    message = ("Waited %(timeout)s s for the lock of %(what)s, which "
+               "another attach, detach or flush on this host still holds; "
+               "nothing was changed. Retry when it has finished (a flush "
+               "can take up to [os_brick_cas] flush_timeout).")
+
+
 class CasadmBusy(CasadmCommandFailed):
     """A transient refusal ('Try again', another flush running)."""
 

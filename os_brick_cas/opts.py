@@ -21,6 +21,7 @@ from oslo_privsep import priv_context
 
 GROUP = 'os_brick_cas'
 PRIVSEP_GROUP = 'privsep_os_brick_cas'
+PRIVSEP_FLUSH_GROUP = 'privsep_os_brick_cas_flush'
 
 FALLBACK_FAIL = 'fail'
 FALLBACK_CLEAN_MODE = 'clean-mode'
@@ -56,6 +57,33 @@ host_opts = [
         help='Seconds a detach waits for a core\'s dirty data to be flushed '
              'to Ceph. When it runs out the detach fails and the core, its '
              'dirty data and the RBD mapping stay in place.'),
+    cfg.IntOpt(
+        'casadm_timeout',
+        default=60,
+        min=1,
+        help='Seconds any casadm call other than a flush (list, add, '
+             're-activate, remove an inactive core, statistics, version) may '
+             'take. casadm ignores SIGINT outside a flush, so a call that '
+             'runs out of time is killed (SIGKILL) and the operation fails '
+             'with an error; its locks and its privsep worker are released.'),
+    cfg.IntOpt(
+        'rbd_timeout',
+        default=120,
+        min=1,
+        help='Seconds an "rbd map" or "rbd unmap" of a cached volume may '
+             'take before it is killed (SIGKILL) and the attach or detach '
+             'fails. A map that completes after the kill is found and '
+             'unmapped again.'),
+    cfg.IntOpt(
+        'lock_timeout',
+        default=900,
+        min=1,
+        help='Seconds an attach or detach waits for the lock of its volume '
+             'or of a cache instance (held by another attach, detach or '
+             'flush on this host) before it fails with an error saying '
+             'what holds it. Keep it above flush_timeout plus a few '
+             'casadm_timeout, since a detach may wait for another '
+             "volume's flush on the same instance."),
     cfg.StrOpt(
         'opencas_conf',
         default='/etc/opencas/opencas.conf',
@@ -86,11 +114,13 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 def list_opts():
     """Options for oslo-config-generator (namespace ``os_brick_cas``).
 
-    Includes the section of the os-brick-cas privsep daemon, which
-    oslo.privsep registers when the context is first used.
+    Includes the sections of the two os-brick-cas privsep daemons (short
+    calls, and flushes on their own workers), which oslo.privsep registers
+    when a context is first used.
     """
     return [(GROUP, itertools.chain(host_opts)),
-            (PRIVSEP_GROUP, copy.deepcopy(priv_context.OPTS))]
+            (PRIVSEP_GROUP, copy.deepcopy(priv_context.OPTS)),
+            (PRIVSEP_FLUSH_GROUP, copy.deepcopy(priv_context.OPTS))]
 
 
 register_opts(cfg.CONF)

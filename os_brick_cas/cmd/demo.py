@@ -134,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         print(BANNER)
         print('=' * 78)
         for context in (os_brick_cas.privileged.default,
+                        os_brick_cas.privileged.flush,
                         os_brick.privileged.default):
             context.set_client_mode(False)
     elif not args.volume:

@@ -126,6 +126,7 @@ def run_privileged_in_process_as_root() -> None:
     import os_brick.privileged
     import os_brick_cas.privileged
     for context in (os_brick_cas.privileged.default,
+                    os_brick_cas.privileged.flush,
                     os_brick.privileged.default):
         context.set_client_mode(False)
 

@@ -10,7 +10,12 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The privsep context every root operation of os-brick-cas runs in.
+"""The privsep contexts root operations of os-brick-cas run in.
+
+``default`` runs the short calls (each bounded by ``casadm_timeout``);
+``flush`` runs flushes and core removals, which may take up to
+``flush_timeout``, in a daemon of its own, so hung or slow short calls can
+never take the workers a flush needs (and the other way round).
 
 Entry points live in small per-topic modules next to this one; each takes
 typed, validated arguments and builds its own argv. None of them executes a
@@ -26,5 +31,14 @@ default = priv_context.PrivContext(
     pypath=__name__ + '.default',
     capabilities=[caps.CAP_SYS_ADMIN, caps.CAP_DAC_OVERRIDE,
                   caps.CAP_DAC_READ_SEARCH, caps.CAP_MKNOD],
+    logger_name=__name__,
+)
+
+flush = priv_context.PrivContext(
+    __name__,
+    cfg_section='privsep_os_brick_cas_flush',
+    pypath=__name__ + '.flush',
+    capabilities=[caps.CAP_SYS_ADMIN, caps.CAP_DAC_OVERRIDE,
+                  caps.CAP_DAC_READ_SEARCH],
     logger_name=__name__,
 )

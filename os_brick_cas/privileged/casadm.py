@@ -19,6 +19,7 @@ exceptions is :mod:`os_brick_cas.casadm`'s job, outside the daemon.
 import shutil
 import signal
 import subprocess
+import threading
 from typing import Optional
 
 from oslo_concurrency import processutils
@@ -31,105 +32,139 @@ LOG = logging.getLogger(__name__)
 
 #: exit code reported when casadm is not on PATH (as a shell would).
 NOT_FOUND = 127
-#: exit code reported when a call ran out of time and was terminated.
+#: exit code reported when a call ran out of time and was stopped.
 TIMED_OUT = -1
 
 Result = tuple[int, str, str]
 
-_GRACE_SECONDS = 30
+#: seconds a flush gets to stop after SIGINT before it is killed, and a
+#: killed process gets to exit before it is left to a reaper thread.
+_GRACE_SECONDS = 10
 
 
-def _run(args: list[str], timeout: Optional[int] = None) -> Result:
+def _run(args: list[str], timeout: int, interruptible: bool = False
+         ) -> Result:
+    """Run casadm with *args*, stopped once *timeout* seconds have passed.
+
+    casadm ignores SIGINT outside a flush, so a call that is not
+    *interruptible* is killed at once; a flush (or the flush inside a core
+    removal) is first interrupted with SIGINT, which stops it with its
+    dirty data still in the cache, and killed if it does not stop.
+    """
     binary = shutil.which('casadm')
     if binary is None:
         return NOT_FOUND, '', 'casadm: command not found'
     started: list[subprocess.Popen] = []
     try:
-        out, err = processutils.execute(binary, *args, check_exit_code=[0],
-                                        timeout=timeout,
-                                        on_execute=started.append)
+        out, err = processutils.execute(
+            binary, *args, check_exit_code=[0],
+            timeout=validation.timeout(timeout),
+            on_execute=started.append)
     except processutils.ProcessExecutionError as exc:
         return (exc.exit_code if exc.exit_code is not None else 1,
                 exc.stdout or '', exc.stderr or '')
     except subprocess.TimeoutExpired:
-        _interrupt(started[0], args)
+        _stop(started[0], args, timeout, interruptible)
         return TIMED_OUT, '', 'timed out after %s s' % timeout
     return 0, out, err
 
 
-def _interrupt(proc: subprocess.Popen, args: list[str]) -> None:
-    """Stop a casadm call that ran out of time the way Ctrl-C would.
+def _stop(proc: subprocess.Popen, args: list[str], timeout: int,
+          interruptible: bool) -> None:
+    """Stop a casadm call that ran out of time; never wait unbounded."""
+    command = ' '.join(['casadm'] + args)
+    if interruptible:
+        LOG.warning('%s ran out of time (%s s); interrupting it.',
+                    command, timeout)
+        proc.send_signal(signal.SIGINT)
+        if _reaped(proc):
+            return
+    LOG.warning('%s ran out of time (%s s); killing it.', command, timeout)
+    proc.kill()
+    if not _reaped(proc):
+        # e.g. stuck in an uninterruptible ioctl: do not hold this worker
+        LOG.error('%s (pid %s) did not exit after SIGKILL; leaving it to '
+                  'a reaper thread. Check the host (dmesg) and Open CAS.',
+                  command, proc.pid)
+        threading.Thread(target=proc.communicate, daemon=True,
+                         name='casadm-reaper-%s' % proc.pid).start()
 
-    casadm treats SIGINT as "interrupted": a flush stops with its dirty
-    data still in the cache and CAS keeps running.
-    """
-    LOG.warning('casadm %s ran out of time; interrupting it.', ' '.join(args))
-    proc.send_signal(signal.SIGINT)
+
+def _reaped(proc: subprocess.Popen) -> bool:
     try:
         proc.communicate(timeout=_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+        return False
+    return True
 
 
 @privileged.default.entrypoint
-def list_caches() -> Result:
+def list_caches(timeout: int) -> Result:
     """``casadm --list-caches`` in CSV with by-id paths."""
-    return _run(['--list-caches', '--output-format', 'csv', '--by-id-path'])
+    return _run(['--list-caches', '--output-format', 'csv', '--by-id-path'],
+                timeout)
 
 
 @privileged.default.entrypoint
-def add_core(cache_id: int, core_device: str) -> Result:
+def add_core(cache_id: int, core_device: str, timeout: int) -> Result:
     """Add *core_device* (a /dev/disk/by-id link) to cache *cache_id*."""
     return _run(['--add-core',
                  '--cache-id', str(validation.cache_id(cache_id)),
-                 '--core-device', validation.by_id_path(core_device)])
+                 '--core-device', validation.by_id_path(core_device)],
+                timeout)
 
 
 @privileged.default.entrypoint
-def try_add_core(cache_id: int, core_id: int, core_device: str) -> Result:
+def try_add_core(cache_id: int, core_id: int, core_device: str,
+                 timeout: int) -> Result:
     """Re-activate inactive core *core_id* of *cache_id* on its device."""
     return _run(['--script', '--add-core', '--try-add',
                  '--cache-id', str(validation.cache_id(cache_id)),
                  '--core-id', str(validation.core_id(core_id)),
-                 '--core-device', validation.by_id_path(core_device)])
+                 '--core-device', validation.by_id_path(core_device)],
+                timeout)
 
 
-@privileged.default.entrypoint
-def remove_core(cache_id: int, core_id: int) -> Result:
-    """Remove an active core; casadm flushes it first. Never forced."""
+@privileged.flush.entrypoint
+def remove_core(cache_id: int, core_id: int, timeout: int) -> Result:
+    """Remove an active core; casadm flushes it first. Never forced.
+
+    Runs on the flush daemon: the removal's flush is interruptible.
+    """
     return _run(['--remove-core',
                  '--cache-id', str(validation.cache_id(cache_id)),
-                 '--core-id', str(validation.core_id(core_id))])
+                 '--core-id', str(validation.core_id(core_id))],
+                timeout, interruptible=True)
 
 
 @privileged.default.entrypoint
-def remove_inactive_core(cache_id: int, core_id: int) -> Result:
+def remove_inactive_core(cache_id: int, core_id: int, timeout: int
+                         ) -> Result:
     """Remove an inactive core; casadm refuses if it is dirty. Never forced."""
     return _run(['--remove-inactive',
                  '--cache-id', str(validation.cache_id(cache_id)),
-                 '--core-id', str(validation.core_id(core_id))])
+                 '--core-id', str(validation.core_id(core_id))], timeout)
 
 
-@privileged.default.entrypoint
+@privileged.flush.entrypoint
 def flush(cache_id: int, core_id: Optional[int], timeout: int) -> Result:
     """Flush one core (or, with *core_id* None, the whole cache)."""
     args = ['--flush-cache', '--cache-id', str(validation.cache_id(cache_id))]
     if core_id is not None:
         args += ['--core-id', str(validation.core_id(core_id))]
-    return _run(args, timeout=validation.timeout(timeout))
+    return _run(args, timeout, interruptible=True)
 
 
 @privileged.default.entrypoint
-def stats(cache_id: int, core_id: Optional[int]) -> Result:
+def stats(cache_id: int, core_id: Optional[int], timeout: int) -> Result:
     """Statistics of a cache (or one of its cores) in CSV."""
     args = ['--stats', '--cache-id', str(validation.cache_id(cache_id))]
     if core_id is not None:
         args += ['--core-id', str(validation.core_id(core_id))]
-    return _run(args + ['--output-format', 'csv', '--by-id-path'])
+    return _run(args + ['--output-format', 'csv', '--by-id-path'], timeout)
 
 
 @privileged.default.entrypoint
-def version() -> Result:
+def version(timeout: int) -> Result:
     """Versions of casadm and the kernel module in CSV."""
-    return _run(['--version', '--output-format', 'csv'])
+    return _run(['--version', '--output-format', 'csv'], timeout)

@@ -48,8 +48,9 @@ def _interrupted(signum, frame):
     raise KeyboardInterrupt()
 
 
-#: verbs casadm lets SIGINT interrupt; it ignores SIGINT in every other verb.
-INTERRUPTIBLE = frozenset(('flush-cache', 'flush-core'))
+#: verbs casadm lets SIGINT interrupt (a flush, and the flush that starts a
+#: core removal); it ignores SIGINT in every other verb.
+INTERRUPTIBLE = frozenset(('flush-cache', 'flush-core', 'remove-core'))
 
 
 def play(fault: dict[str, Any]) -> int:

@@ -122,6 +122,7 @@ class CephTestCase(test.TestCase):
                              group=opts.GROUP)
         self.override_config('flush_timeout', 10, group=opts.GROUP)
         for privsep_context in (os_brick_cas.privileged.default,
+                                os_brick_cas.privileged.flush,
                                 os_brick.privileged.default):
             privsep_context.set_client_mode(False)
             self.addCleanup(privsep_context.set_client_mode, True)

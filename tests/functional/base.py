@@ -90,6 +90,7 @@ class FunctionalTestCase(testtools.TestCase):
                                           self.caches.items()})
         self.set_sim_opencas_conf()
         for context in (os_brick_cas.privileged.default,
+                        os_brick_cas.privileged.flush,
                         os_brick.privileged.default):
             context.set_client_mode(False)
             self.addCleanup(context.set_client_mode, True)

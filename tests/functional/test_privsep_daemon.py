@@ -20,9 +20,12 @@ argument and result really crosses the daemon boundary.
 
 import os
 import sys
+import threading
+import time
 
 import os_brick.privileged
 
+from os_brick_cas import casadm
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 import os_brick_cas.privileged
@@ -44,6 +47,7 @@ class PrivsepDaemonTestCase(base.FunctionalTestCase):
                               'privsep-helper')
         for context, group in (
                 (os_brick_cas.privileged.default, 'privsep_os_brick_cas'),
+                (os_brick_cas.privileged.flush, 'privsep_os_brick_cas_flush'),
                 (os_brick.privileged.default, 'privsep_osbrick')):
             self.conf.config(group=group, helper_command='%s --config-file %s'
                              % (helper, config_file))
@@ -73,6 +77,44 @@ class PrivsepDaemonTestCase(base.FunctionalTestCase):
 
     def test_daemon_refuses_bad_arguments(self):
         exc = self.assertRaises(exception.InvalidInput, priv_casadm.add_core,
-                                1, '/dev/sda; reboot')
+                                1, '/dev/sda; reboot', 30)
         self.assertIn('/dev/sda; reboot', str(exc))
         self.assertEqual([], self.host.calls())
+
+    def test_flush_runs_while_hung_calls_fill_the_short_call_workers(self):
+        """Hung short calls never take the workers a flush needs."""
+        self.conf.config(group='privsep_os_brick_cas', thread_pool_size=2)
+        self.conf.config(group='privsep_os_brick_cas_flush',
+                         thread_pool_size=1)
+        self.conf.config(group='os_brick_cas', casadm_timeout=8)
+        props = self.props(self.image('volume-workers'), 'wb')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 16)
+        self.host.inject_fault('list-caches', hang=60, count=2)
+        errors: list[Exception] = []
+
+        def hung_list() -> None:
+            try:
+                casadm.Casadm().list_caches()
+            except Exception as exc:
+                errors.append(exc)
+
+        hung = [threading.Thread(target=hung_list) for _ in range(2)]
+        for thread in hung:
+            thread.start()
+        time.sleep(1)  # both short-call workers are now stuck in casadm -L
+        started = time.monotonic()
+        casadm.Casadm().flush(core.cache_id, core.core_id, 30)
+        flushed_after = time.monotonic() - started
+        self.assertTrue(all(thread.is_alive() for thread in hung))
+        for thread in hung:
+            thread.join()
+        # the flush did not wait for a short-call worker to be freed
+        self.assertLess(flushed_after, 5)
+        self.assertEqual(0, self.dirty(core))
+        self.assertEqual(2, len(errors))
+        for exc in errors:
+            self.assertIsInstance(exc, exception.CasadmTimedOut)
+        self.connector.disconnect_volume(props, info)
+        self.assert_clean_host()

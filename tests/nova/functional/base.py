@@ -130,6 +130,7 @@ class CachedVolumeTestBase(base.ServersTestBase):
                    group='os_brick_cas')
         self.flags(device_detach_timeout=1, group='libvirt')
         for context in (os_brick_cas.privileged.default,
+                        os_brick_cas.privileged.flush,
                         os_brick.privileged.default):
             context.set_client_mode(False)
             self.addCleanup(context.set_client_mode, True)

@@ -96,6 +96,7 @@ class TestCase(testtools.TestCase):
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
                          opencas_conf=self.opencas_conf)
         for context in (os_brick_cas.privileged.default,
+                        os_brick_cas.privileged.flush,
                         os_brick.privileged.default):
             context.set_client_mode(False)
             self.addCleanup(context.set_client_mode, True)

@@ -183,6 +183,49 @@ class CasadmCallsTestCase(base.TestCase):
         self.assertIn('5 s', str(exc))
         proc.send_signal.assert_called_once_with(signal.SIGINT)
 
+    def _hang(self) -> mock.Mock:
+        proc = mock.Mock()
+
+        def hang(binary, *args, **kwargs):
+            kwargs['on_execute'](proc)
+            raise subprocess.TimeoutExpired(binary, kwargs['timeout'])
+
+        self.useFixture(fixtures.MockPatch(
+            'os_brick_cas.privileged.casadm.processutils.execute',
+            side_effect=hang))
+        return proc
+
+    def test_hung_list_is_killed_not_interrupted(self):
+        """casadm ignores SIGINT outside a flush: SIGKILL, at once."""
+        proc = self._hang()
+        exc = self.assertRaises(exception.CasadmTimedOut,
+                                self.casadm.list_caches)
+        self.assertIn('--list-caches', str(exc))
+        proc.kill.assert_called_once_with()
+        proc.send_signal.assert_not_called()
+
+    def test_hung_removal_is_interrupted_then_killed(self):
+        proc = self._hang()
+        proc.communicate.side_effect = [
+            subprocess.TimeoutExpired('casadm', 10), ('', '')]
+        self.assertRaises(exception.CasadmTimedOut, self.casadm.remove_core,
+                          casadm.Core(1, 4, '/dev/disk/by-id/x', 'Active',
+                                      '/dev/cas1-4'))
+        proc.send_signal.assert_called_once_with(signal.SIGINT)
+        proc.kill.assert_called_once_with()
+
+    def test_unkillable_call_is_left_to_a_reaper(self):
+        """A process stuck in the kernel never holds the privsep worker."""
+        proc = self._hang()
+        proc.communicate.side_effect = subprocess.TimeoutExpired('casadm', 10)
+        thread = self.useFixture(fixtures.MockPatch(
+            'os_brick_cas.privileged.casadm.threading.Thread')).mock
+        self.assertRaises(exception.CasadmTimedOut, self.casadm.stats, 1, 1)
+        proc.kill.assert_called_once_with()
+        thread.assert_called_once_with(target=proc.communicate, daemon=True,
+                                       name=mock.ANY)
+        thread.return_value.start.assert_called_once_with()
+
     def test_stats_and_dirty(self):
         self.fake.reply('--stats', (0, base.sample(
             'stats_P_core_csv_HEAD.txt'), ''))
