@@ -144,10 +144,17 @@ class CachedRBDConnector(rbd.RBDConnector):
             return super().connect_volume(connection_properties)
         volume = volume_mod.from_connection_properties(connection_properties)
         with locks.volume_lock(volume.spec):
-            return self._connect(volume, connection_properties)
+            try:
+                caches = self.volume_cache.list_caches()
+            except NO_OPEN_CAS as exc:
+                self._refuse_if_cache_stopped(volume, 'attach', None, exc)
+                raise
+            self._refuse_if_cache_stopped(volume, 'attach', caches)
+            return self._connect(volume, connection_properties, caches)
 
     def _connect(self, volume: volume_mod.RBDVolume,
-                 props: dict[str, Any]) -> dict[str, Any]:
+                 props: dict[str, Any],
+                 caches: list[casadm_mod.CacheInstance]) -> dict[str, Any]:
         device, was_mapped = self._map(volume, props)
         link: Optional[str] = None
         link_created = False
@@ -156,7 +163,6 @@ class CachedRBDConnector(rbd.RBDConnector):
                 device, volume.spec, 'attach volume %s' % volume.label)
             spec = mapped.spec
             link = devlinks.by_id_link(spec)
-            caches = self.volume_cache.list_caches()
             in_use = self.volume_cache.casadm.find_core(caches, link)
             link_created = devlinks.ensure_link(
                 link, device, spec,
@@ -256,7 +262,7 @@ class CachedRBDConnector(rbd.RBDConnector):
         try:
             caches = self.volume_cache.list_caches()
         except NO_OPEN_CAS as exc:
-            self._refuse_if_listed(volume, exc)
+            self._refuse_if_cache_stopped(volume, 'detach', None, exc)
             LOG.info('Open CAS is not usable on this host (%s) and '
                      'opencas.conf lists no core of volume %s: it was not '
                      'cached here.', exc, volume.label)
@@ -283,6 +289,8 @@ class CachedRBDConnector(rbd.RBDConnector):
                 removed = self.volume_cache.detach_core(
                     self._current(core), volume.label, volume.spec)
         else:
+            if caches is not None:
+                self._refuse_if_cache_stopped(volume, 'detach', caches)
             self._forget_stale_rows(volume, caches)
         device = identity.find_mapping(volume.spec)
         links = {core.device} if core is not None else set()
@@ -313,23 +321,29 @@ class CachedRBDConnector(rbd.RBDConnector):
                 if _names_image(device, volume.spec) or (
                     legacy and os.path.basename(device) == legacy)]
 
-    def _refuse_if_listed(self, volume: volume_mod.RBDVolume,
-                          cause: exception.CasError) -> None:
-        """Without Open CAS, refuse if opencas.conf lists the volume.
+    def _refuse_if_cache_stopped(
+            self, volume: volume_mod.RBDVolume, action: str,
+            caches: Optional[list[casadm_mod.CacheInstance]],
+            cause: Optional[exception.CasError] = None) -> None:
+        """Refuse if opencas.conf lists *volume* in a cache not running.
 
-        Such a row means a cache of this host may hold the volume's newest
-        data: detaching would leave it behind unnoticed.
+        Such a cache (or all of Open CAS, when *caches* is None) may hold
+        the volume's newest data: attaching it uncached or elsewhere, or
+        calling it detached, would let older data win. Nothing is changed.
         """
+        running = (None if caches is None
+                   else {cache.cache_id for cache in caches})
         for cache_id, core_id, _device in self._listed_rows(volume):
-            LOG.error('Refusing to detach volume %(vol)s: Open CAS is not '
-                      'usable (%(err)s) but %(conf)s lists it as core '
-                      '%(core)s of cache instance %(cache)s, which may hold '
-                      'data Ceph does not have. Load Open CAS and the cache '
-                      '(casctl start), then detach again.',
-                      {'vol': volume.label, 'err': cause,
-                       'conf': self.volume_cache.opencas_conf_path,
-                       'core': core_id, 'cache': cache_id})
-            raise cause
+            if running is not None and cache_id in running:
+                continue
+            error = exception.CachedDataMayBeNewer(
+                action=action, volume=volume.label,
+                conf=self.volume_cache.opencas_conf_path, core=core_id,
+                cache_id=cache_id,
+                state=('not running' if cause is None else
+                       'not usable (%s)' % cause))
+            LOG.error('%s', error)
+            raise error
 
     def _forget_stale_rows(self, volume: volume_mod.RBDVolume,
                            caches: Optional[list[casadm_mod.CacheInstance]]

@@ -135,6 +135,18 @@ class DirtyDataPresent(CasError):
                "...') and retry; nothing was removed.")
 
 
+class CachedDataMayBeNewer(CasError):
+    """A stopped cache of this host may hold the volume's newest data."""
+
+    message = ("Refusing to %(action)s volume %(volume)s: %(conf)s lists it "
+               "as core %(core)s of cache instance %(cache_id)s, which is "
+               "%(state)s, so that cache may hold data of the volume that "
+               "Ceph does not have. Start the cache (casctl start, or "
+               "casadm --start-cache --load) so the core is reloaded, then "
+               "retry. If the cache device is lost for good, follow "
+               "\"Cache SSD dead\" in the admin guide.")
+
+
 class InactiveCoreDeviceMissing(DirtyDataPresent):
     """An inactive core holds dirty data and its RBD device is not mapped.
 

@@ -61,6 +61,18 @@ class OpenCasConf:
         found = self.cores.get((cache_id, core_id))
         return found is not None and (device is None or found == device)
 
+    def rows_of_stopped_caches(self, running: Optional[set[int]]
+                               ) -> list[tuple[int, int, str]]:
+        """(cache, core, device) rows whose cache is not in *running*.
+
+        Such a cache may hold the core's newest data (it reloads the core
+        when it starts). *running* None means Open CAS is not usable at
+        all: every row counts.
+        """
+        return [(cache_id, core_id, device)
+                for (cache_id, core_id), device in sorted(self.cores.items())
+                if running is None or cache_id not in running]
+
 
 def _content(line: str) -> str:
     """The line as casctl sees it: comment cut off, right side stripped."""

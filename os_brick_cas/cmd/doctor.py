@@ -23,7 +23,7 @@ import json
 import os
 import platform
 import shutil
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from oslo_config import cfg
 
@@ -73,6 +73,7 @@ def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF
         yield Finding(FAIL, 'the Open CAS kernel module is not loaded: run '
                             '"modprobe cas_cache" (and check dmesg if it '
                             'fails).')
+        yield from _check_stopped_caches(None, conf[opts.GROUP].opencas_conf)
         return
     except exception.CasError as exc:
         yield Finding(FAIL, 'casadm does not answer: %s' % exc)
@@ -104,6 +105,7 @@ def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF
         else:
             yield Finding(OK, 'mode %s -> cache instance %d is running in '
                               'mode %s' % (mode.value, cache_id, mode.value))
+    yield from _check_stopped_caches(caches, group.opencas_conf)
     yield from _check_persistence(policy, caches, group.opencas_conf)
     yield from _check_cores(casadm, policy, caches)
     if group.fallback_policy != opts.FALLBACK_FAIL:
@@ -113,6 +115,26 @@ def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF
                               'uncached' if group.fallback_policy ==
                               opts.FALLBACK_UNCACHED else
                               'in a clean mode (wt/wa/pt)'))
+
+
+def _check_stopped_caches(caches: Optional[list[casadm_mod.CacheInstance]],
+                          conf_path: str) -> Iterator[Finding]:
+    """Cores opencas.conf lists in caches that are not running."""
+    try:
+        listed = opencas_conf.read(conf_path)
+    except (OSError, exception.CasError):
+        return  # reported by _check_persistence
+    running = (None if caches is None
+               else {cache.cache_id for cache in caches})
+    for cache_id, core_id, device in listed.rows_of_stopped_caches(running):
+        _, volume_id = report.rbd_image_of(device)
+        yield Finding(FAIL, 'volume %s: %s lists it as core %d of cache '
+                            'instance %d, which is not running, so that '
+                            'cache may hold its newest data; attach and '
+                            'detach of the volume are refused. Start the '
+                            'cache (casctl start) so the core is reloaded.'
+                            % (volume_id or device, conf_path, core_id,
+                               cache_id))
 
 
 def _check_persistence(policy: policy_mod.CachePolicy,

@@ -23,7 +23,7 @@ import shlex
 import stat
 import sys
 import sysconfig
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from os_brick_cas import opencas_conf
 from os_brick_cas.simulator import devices
@@ -180,14 +180,16 @@ class SimulatedHostControl(object):
             core['read_hits'] += hits
             core['clean'] += total - hits
 
-    def reboot(self) -> None:
+    def reboot(self, not_started: Iterable[int] = ()) -> None:
         """Power-cycle the host as Open CAS and krbd experience it.
 
         krbd mappings and every /dev entry vanish. Caches listed in
         opencas.conf [caches] are loaded again (all if no file is set); a
         loaded cache keeps every core in its metadata, inactive (with its
         dirty data) until the device is added back, so it comes up
-        Incomplete. Caches not listed are not started.
+        Incomplete. Caches not listed are not started. Caches in
+        *not_started* did not load (SSD failed, casctl not run yet): they
+        keep their metadata for :meth:`load_cache`.
         """
         with state_mod.locked(self.state_dir) as state:
             backend = None
@@ -221,6 +223,16 @@ class SimulatedHostControl(object):
                     core.pop('resolved', None)
                 cache['status'] = 'Incomplete' if cache['cores'] else \
                     'Running'
+            for cache_id in not_started:
+                stopped = state['caches'].pop(str(cache_id))
+                state.setdefault('unloaded_caches', {})[str(cache_id)] = \
+                    stopped
+
+    def load_cache(self, cache_id: int) -> None:
+        """Load a cache :meth:`reboot` left stopped, with its metadata."""
+        with state_mod.locked(self.state_dir) as state:
+            state['caches'][str(cache_id)] = state['unloaded_caches'].pop(
+                str(cache_id))
 
     def state(self) -> dict[str, Any]:
         return state_mod.read(self.state_dir)

@@ -130,6 +130,21 @@ class DoctorTestCase(CliTestCase):
         self.assertIn('detach the volume', text)
         self.assertTrue(problems[-1].endswith('need attention'))
 
+    def test_listed_core_of_a_cache_that_did_not_load(self):
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.reboot(not_started=[core.cache_id])
+        code, lines = self.doctor()
+        self.assertEqual(2, code)
+        [line] = [line for line in lines if 'which is not running' in line]
+        self.assertTrue(line.startswith('FAIL volume %s' % VOL_WB), line)
+        self.assertIn('casctl start', line)
+        # and with the module gone too, the row is still reported
+        self.host.set_module_loaded(False)
+        code, lines = self.doctor()
+        self.assertEqual(2, code)
+        self.assertIn('which is not running', '\n'.join(lines))
+
     def test_module_not_loaded(self):
         self.host.set_module_loaded(False)
         code, lines = self.doctor()

@@ -59,8 +59,9 @@ ATTACH_FAULTS = {
 }
 
 DETACH_FAULTS = {
+    # opencas.conf lists the wb volume: its cache may hold newer data
     'list-module-unloaded': ('list-caches', MODULE_GONE,
-                             exception.CasModuleNotLoaded, 'modprobe'),
+                             exception.CachedDataMayBeNewer, 'modprobe'),
     'flush-fails': ('flush-core', dict(exit_code=1, stderr='Error while '
                                        'flushing core 1 of cache 2\n'
                                        'Core device not available\n'),
