@@ -167,6 +167,47 @@ class HostRebootTestCase(LifecycleTestBase):
         self.assertEqual({}, self.cinder.fences)
 
 
+class StoppedCacheRebootTestCase(LifecycleTestBase):
+    """Issue 13 (a): the write-back cache did not load after a reboot."""
+
+    def test_resume_refused_while_the_cache_is_down_then_recovers(self):
+        self.start_compute('compute1')
+        server = self._create_server(networks='none')
+        self.flags(host='compute1')
+        self._attach_volume(server, WB_VOL)
+        [before] = self.cores()
+        self.host.set_dirty(before.cache_id, before.core_id, 48)
+
+        # SSD failed or casctl ran after nova-compute: instance 2 is absent
+        self.host.reboot(not_started=[before.cache_id])
+        self.flags(resume_guests_state_on_host_boot=True)
+        self.restart_compute_service('compute1',
+                                     keep_hypervisor_state=False)
+        # the guest must not run on Ceph without its newest writes: the
+        # resume fails, nothing is mapped, marker and opencas.conf row stay
+        server = self._wait_for_state_change(server, 'ERROR',
+                                             wait_for_fault_key=False)
+        self.assertEqual([], self.mappings())
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+        self.assertEqual(0, self.host.state()['flushed_blocks'])
+        # only the first attach ever mapped the image
+        self.assertEqual(1, len(self.host.calls(verb='map')))
+
+        # the operator loads the cache and hard-reboots: data comes back
+        self.host.load_cache(before.cache_id)
+        self.api.post_server_action(server['id'], {'os-resetState': {
+            'state': 'active'}})
+        self._reboot_server(server, hard=True)
+        [after] = self.cores()
+        self.assertEqual((before.cache_id, before.core_id, 'Active'),
+                         (after.cache_id, after.core_id, after.status))
+        self.assertIn(after.exported, self.guest_xml(server))
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.detach(server, WB_VOL)
+        self.assertEqual(48, self.host.state()['flushed_blocks'])
+        self.assertEqual({}, self.cinder.fences)
+
+
 class EvacuateTestCase(TwoComputesTestBase):
 
     def setUp(self):
