@@ -26,6 +26,7 @@ from cinder_ext import extra_specs
 
 ATTACHED_STATES = ('in-use', 'attaching', 'detaching', 'reserved')
 FENCE_KEY = 'os_brick_cas_fence'
+FENCE_EPOCH_KEY = 'os_brick_cas_fence_epoch'
 
 
 def type_specs(volume_type: Any) -> Mapping[str, str]:
@@ -95,12 +96,21 @@ def fence_host(volume: Any) -> Optional[str]:
     return metadata.get(FENCE_KEY)
 
 
+def fence_epoch(volume: Any) -> Optional[str]:
+    """The attachment named by the volume's fence marker, if recorded."""
+    metadata = getattr(volume, 'admin_metadata', None) or {}
+    return metadata.get(FENCE_EPOCH_KEY) or None
+
+
 def refuse_fenced_connection(volume: Any, connector: Optional[dict]) -> None:
-    """Refuse to connect a dirty-capable volume fenced by another host."""
+    """Refuse to connect a volume fenced by another host, in any mode.
+
+    The fenced host may hold the volume's newest writes whatever the
+    volume's type says now (it may have been retyped since).
+    """
     fenced_by = fence_host(volume)
     host = (connector or {}).get('host')
-    if fenced_by and host and fenced_by != host and \
-            cache_spec(volume).holds_dirty_data:
+    if fenced_by and host and fenced_by != host:
         raise exception.InvalidVolume(reason=(
             'volume %(vol)s may still hold write-back data in the Open CAS '
             'cache of host %(fenced)s, so it cannot be attached on %(host)s. '

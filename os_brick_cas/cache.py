@@ -39,6 +39,7 @@ from os_brick_cas import locks
 from os_brick_cas import modes
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
+from os_brick_cas import ownership
 from os_brick_cas import policy as policy_mod
 from os_brick_cas.privileged import devices as priv_devices
 from os_brick_cas import rbd_names
@@ -96,19 +97,74 @@ class VolumeCache(object):
     def attach(self, core_device: str, requested: modes.CacheMode,
                volume: str,
                caches: Optional[list[casadm_mod.CacheInstance]] = None,
-               spec: Optional[rbd_names.ImageSpec] = None
+               spec: Optional[rbd_names.ImageSpec] = None,
+               epoch: Optional[str] = None,
+               owner_epoch: Optional[str] = ownership.UNKNOWN
                ) -> Optional[CachedDevice]:
         """Cache *core_device* (a by-id link) in an instance for *requested*.
 
         The device behind the link must be the image the link names (and
         *spec*, if given): checked in krbd's sysfs before casadm runs.
+        With an attachment *epoch*, an existing core is reused only by the
+        attachment that added it; a clean core of another attachment is
+        removed and added fresh, a dirty one only continues if
+        *owner_epoch* (the owner Cinder names) is its attachment.
         Returns None when the fallback policy chose an uncached attach.
         """
         if caches is None:
             caches = self.casadm.list_caches()
         existing = self.casadm.find_core(caches, core_device)
+        if existing is not None and epoch is not None:
+            existing = self._claim(existing, volume, spec, caches, epoch,
+                                   owner_epoch)
+            if existing is None:
+                caches = self.casadm.list_caches()
         if existing is not None:
-            return self._reuse(existing, caches, requested, volume, spec)
+            cached = self._reuse(existing, caches, requested, volume, spec)
+            if epoch is not None:
+                priv_devices.record_owner(core_device, epoch,
+                                          cached.cache_id, cached.core_id)
+            return cached
+        return self._add(core_device, requested, volume, caches, spec, epoch)
+
+    def _claim(self, core: casadm_mod.Core, volume: str,
+               spec: Optional[rbd_names.ImageSpec],
+               caches: list[casadm_mod.CacheInstance], epoch: str,
+               owner_epoch: Optional[str]) -> Optional[casadm_mod.Core]:
+        """*core* if attachment *epoch* may use it as it is, else None.
+
+        None means the core of an earlier attachment was clean and has
+        been removed: its cached lines may be older than Ceph's data.
+        """
+        record = ownership.read(core.device)
+        if record is not None and record.epoch == epoch and \
+                record.names_core(core.cache_id, core.core_id):
+            return core
+        dirty = self.casadm.dirty_blocks(core)
+        if dirty == 0:
+            LOG.info('Core %(core)s of instance %(cache)s was added for '
+                     'attachment %(old)s of volume %(vol)s; removing it so '
+                     'attachment %(new)s never reads its old cached lines.',
+                     {'core': core.core_id, 'cache': core.cache_id,
+                      'old': record.epoch if record else 'unknown',
+                      'vol': volume, 'new': epoch})
+            self.detach_core(core, volume, spec, caches)
+            return None
+        if owner_epoch is ownership.UNKNOWN or (
+                record is not None and record.epoch == owner_epoch):
+            return core
+        raise exception.NotDataOwner(
+            action='attach', volume=volume, core=core.core_id,
+            cache_id=core.cache_id, dirty=dirty,
+            epoch=record.epoch if record else 'unknown (no record)',
+            owner='attachment %s of this host' % owner_epoch if owner_epoch
+            else 'another host or no host')
+
+    def _add(self, core_device: str, requested: modes.CacheMode,
+             volume: str, caches: list[casadm_mod.CacheInstance],
+             spec: Optional[rbd_names.ImageSpec], epoch: Optional[str]
+             ) -> Optional[CachedDevice]:
+        """Add *core_device* as a new core of the instance for the mode."""
         placement = self.policy.place(requested, caches)
         if not placement.cached:
             LOG.warning('Volume %(vol)s asked for cache mode %(mode)s, which '
@@ -131,17 +187,27 @@ class VolumeCache(object):
         identity.verify_link(core_device, 'add %s as a core' % core_device,
                              spec)
         core = self.casadm.add_core(cache_id, core_device)
-        if mode.holds_dirty_data:
+        if mode.holds_dirty_data or epoch is not None:
+            recorded = False
             try:
-                priv_devices.record_core(cache_id, core.core_id,
-                                         core_device)
+                if mode.holds_dirty_data:
+                    priv_devices.record_core(cache_id, core.core_id,
+                                             core_device)
+                    recorded = True
+                if epoch is not None:
+                    priv_devices.record_owner(core_device, epoch, cache_id,
+                                              core.core_id)
             except Exception:
                 LOG.exception('Could not record core %(core)s of cache '
-                              '%(cache)s in %(conf)s; removing it again.',
+                              '%(cache)s in %(conf)s or its ownership '
+                              'record; removing it again.',
                               {'core': core.core_id, 'cache': cache_id,
                                'conf': self.opencas_conf_path})
                 # Nothing was written through it yet: removal is safe.
                 self.casadm.remove_core(core)
+                if recorded:
+                    priv_devices.forget_core(cache_id, core.core_id,
+                                             core_device)
                 raise
         LOG.info('Volume %(vol)s cached in instance %(cache)s (%(mode)s) as '
                  '%(path)s', {'vol': volume, 'cache': cache_id,
@@ -251,6 +317,9 @@ class VolumeCache(object):
                     core.cache_id, core.core_id, core.device):
                 priv_devices.forget_core(core.cache_id, core.core_id,
                                          core.device)
+            if ownership.read(core.device) is not None:
+                priv_devices.forget_owner(core.device, core.cache_id,
+                                          core.core_id)
         LOG.info('Removed volume %(vol)s from instance %(cache)s',
                  {'vol': volume, 'cache': core.cache_id})
         return True

@@ -42,6 +42,7 @@ from os_brick_cas import identity
 from os_brick_cas import locks
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
+from os_brick_cas import ownership
 from os_brick_cas import rbd_names
 from os_brick_cas import volume as volume_mod
 
@@ -167,9 +168,9 @@ class CachedRBDConnector(rbd.RBDConnector):
             link_created = devlinks.ensure_link(
                 link, device, spec,
                 in_use=in_use is not None and in_use.active)
-            cached = self.volume_cache.attach(link, volume.mode,
-                                              volume.label, caches=caches,
-                                              spec=spec)
+            cached = self.volume_cache.attach(
+                link, volume.mode, volume.label, caches=caches, spec=spec,
+                epoch=volume.epoch, owner_epoch=volume.owner_epoch)
         except Exception:
             with excutils.save_and_reraise_exception():
                 LOG.error('Attaching volume %s failed; undoing what this '
@@ -270,6 +271,7 @@ class CachedRBDConnector(rbd.RBDConnector):
         core = self._core_of(volume, caches) if caches is not None else None
         removed = False
         if core is not None:
+            self._refuse_unless_owner(volume, core)
             try:
                 removed = self.volume_cache.detach_core(
                     core, volume.label, volume.spec, caches)
@@ -303,6 +305,30 @@ class CachedRBDConnector(rbd.RBDConnector):
         if not (removed or unmapped):
             LOG.info('Volume %s was already detached from this host.',
                      volume.label)
+
+    def _refuse_unless_owner(self, volume: volume_mod.RBDVolume,
+                             core: casadm_mod.Core) -> None:
+        """Refuse to flush dirty data of an attachment that lost ownership.
+
+        Only when the caller says who owns the volume's data
+        (``cas_owner_epoch``); a clean core is always safe to remove.
+        """
+        if volume.owner_epoch is ownership.UNKNOWN:
+            return
+        record = ownership.read(core.device)
+        if record is not None and record.epoch == volume.owner_epoch:
+            return
+        dirty = self.volume_cache.casadm.dirty_blocks(core)
+        if dirty == 0:
+            return
+        error = exception.NotDataOwner(
+            action='detach', volume=volume.label, core=core.core_id,
+            cache_id=core.cache_id, dirty=dirty,
+            epoch=record.epoch if record else 'unknown (no record)',
+            owner='attachment %s of this host' % volume.owner_epoch
+            if volume.owner_epoch else 'another host or no host')
+        LOG.error('%s', error)
+        raise error
 
     def _current(self, core: casadm_mod.Core) -> casadm_mod.Core:
         """*core* as casadm lists it now (the udev loader may have acted)."""

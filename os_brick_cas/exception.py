@@ -147,6 +147,19 @@ class CachedDataMayBeNewer(CasError):
                "\"Cache SSD dead\" in the admin guide.")
 
 
+class NotDataOwner(CasError):
+    """This host's cached data of a volume belongs to an older attachment."""
+
+    message = ("Refusing to %(action)s volume %(volume)s: core %(core)s of "
+               "cache instance %(cache_id)s holds %(dirty)s dirty blocks of "
+               "attachment %(epoch)s, but the volume's fence marker names "
+               "%(owner)s as the owner of its newest data, so these blocks "
+               "may be older than what Ceph has. Nothing was changed: the "
+               "image is not mapped for them and the core stays as it is. "
+               "See \"Host returns\" in the admin guide before discarding "
+               "them.")
+
+
 class InactiveCoreDeviceMissing(DirtyDataPresent):
     """An inactive core holds dirty data and its RBD device is not mapped.
 

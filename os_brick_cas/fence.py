@@ -19,6 +19,7 @@ owner cannot clear it. Callers build the cinderclient with admin
 credentials (nova's [cinder] section on a compute host).
 """
 
+import dataclasses
 from typing import Any, Optional
 
 from oslo_log import log as logging
@@ -28,6 +29,19 @@ LOG = logging.getLogger(__name__)
 SET_ACTION = 'os-brick-cas-set-fence'
 CLEAR_ACTION = 'os-brick-cas-clear-fence'
 ATTRIBUTE = 'os-brick-cas:fence'
+EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
+
+
+@dataclasses.dataclass(frozen=True)
+class Owner:
+    """Who owns a volume's newest cached data: a host and an attachment.
+
+    *epoch* is the Cinder attachment that cached the data; None for a
+    marker set before epochs were recorded (the host alone is known).
+    """
+
+    host: str
+    epoch: Optional[str] = None
 
 
 class FenceClient(object):
@@ -39,14 +53,27 @@ class FenceClient(object):
 
     def get(self, volume_id: str) -> Optional[str]:
         """The host named by the marker, or None."""
-        volume = self.cinder.volumes.get(volume_id)
-        return getattr(volume, ATTRIBUTE, None)
+        owner = self.owner(volume_id)
+        return owner.host if owner else None
 
-    def set(self, volume_id: str, host: str) -> None:
-        """Record that *host* may hold the volume's unflushed writes."""
-        self.cinder.volumes._action(SET_ACTION, volume_id, {'host': host})
-        LOG.info('Fence marker of volume %(vol)s set to host %(host)s',
-                 {'vol': volume_id, 'host': host})
+    def owner(self, volume_id: str) -> Optional[Owner]:
+        """The (host, attachment epoch) the marker names, or None."""
+        volume = self.cinder.volumes.get(volume_id)
+        host = getattr(volume, ATTRIBUTE, None)
+        if not host:
+            return None
+        return Owner(host, getattr(volume, EPOCH_ATTRIBUTE, None) or None)
+
+    def set(self, volume_id: str, host: str,
+            epoch: Optional[str] = None) -> None:
+        """Record that *host* (attachment *epoch*) may hold unsaved writes."""
+        body = {'host': host}
+        if epoch:
+            body['epoch'] = epoch
+        self.cinder.volumes._action(SET_ACTION, volume_id, body)
+        LOG.info('Fence marker of volume %(vol)s set to host %(host)s '
+                 '(attachment %(epoch)s)',
+                 {'vol': volume_id, 'host': host, 'epoch': epoch})
 
     def clear(self, volume_id: str) -> None:
         """Drop the marker (after a clean detach, or knowingly)."""

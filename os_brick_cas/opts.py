@@ -100,6 +100,14 @@ host_opts = [
              'device behind a link is the volume\'s image. Change it only '
              'for tests.'),
     cfg.StrOpt(
+        'state_path',
+        default='/var/lib/os-brick-cas',
+        help='Directory of the host-side ownership records: for each core '
+             'os-brick-cas adds, the Cinder attachment (epoch) whose data '
+             'it caches. Only that attachment reuses the core, and only the '
+             'owner named by the volume\'s fence marker writes its dirty '
+             'data to Ceph. Keep it on persistent storage.'),
+    cfg.StrOpt(
         'lock_path',
         help='Directory for the per-volume and per-cache-instance lock '
              'files. Defaults to [oslo_concurrency] lock_path.'),

@@ -161,3 +161,15 @@ def cache_mode(value: object) -> modes.CacheMode:
         raise exception.InvalidInput(
             what='cache mode', value=value,
             reason='must be one of %s' % ', '.join(modes.ALL_MODES))
+
+
+_EPOCH = re.compile(r'[A-Za-z0-9][A-Za-z0-9-]{0,63}')
+
+
+def epoch(value: object) -> str:
+    """An attachment epoch: a Cinder attachment id (UUID-like)."""
+    if not isinstance(value, str) or not _EPOCH.fullmatch(value):
+        raise exception.InvalidInput(
+            what='attachment epoch', value=value,
+            reason='must be 1-64 letters, digits or dashes')
+    return value

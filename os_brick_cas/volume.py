@@ -36,6 +36,12 @@ class RBDVolume:
     volume_id: str
     namespace: str = ''
     cluster_fsid: Optional[str] = None
+    #: this attachment (``cas_epoch``), when the caller tracks ownership
+    epoch: Optional[str] = None
+    #: the attachment Cinder names as owner of the volume's newest cached
+    #: data on this host (``cas_owner_epoch``): '' if none here, None if
+    #: the caller does not know (no ownership checks then)
+    owner_epoch: Optional[str] = None
 
     @property
     def label(self) -> str:
@@ -116,6 +122,16 @@ def from_connection_properties(props: Any) -> RBDVolume:
         except exception.InvalidInput as exc:
             raise exception.InvalidConnectionInfo(volume=volume_id,
                                                   reason=str(exc))
+    epoch = props.get('cas_epoch')
+    owner_epoch = props.get('cas_owner_epoch')
+    try:
+        if epoch is not None:
+            epoch = validation.epoch(epoch)
+        if owner_epoch not in (None, ''):
+            owner_epoch = validation.epoch(owner_epoch)
+    except exception.InvalidInput as exc:
+        raise exception.InvalidConnectionInfo(volume=volume_id,
+                                              reason=str(exc))
     return RBDVolume(pool=pool, image=image, cacheable=cacheable, mode=mode,
                      volume_id=volume_id, namespace=namespace,
-                     cluster_fsid=fsid)
+                     cluster_fsid=fsid, epoch=epoch, owner_epoch=owner_epoch)

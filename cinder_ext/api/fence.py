@@ -37,7 +37,9 @@ from cinder_ext import guards
 SET_ACTION = 'os-brick-cas-set-fence'
 CLEAR_ACTION = 'os-brick-cas-clear-fence'
 ATTRIBUTE = 'os-brick-cas:fence'
+EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
 _HOST = re.compile(r'^[A-Za-z0-9_.:@-]{1,255}$')
+_EPOCH = re.compile(r'^[A-Za-z0-9-]{1,64}$')
 
 
 class FenceController(wsgi.Controller):
@@ -59,17 +61,22 @@ class FenceController(wsgi.Controller):
     @wsgi.action(SET_ACTION)
     def _set_fence(self, req, id, body):
         context = self._admin_context(req)
-        host = (body.get(SET_ACTION) or {}).get('host')
-        if not isinstance(host, str) or not _HOST.fullmatch(host):
+        params = body.get(SET_ACTION) or {}
+        host = params.get('host')
+        epoch = params.get('epoch', '')
+        if (not isinstance(host, str) or not _HOST.fullmatch(host) or
+                not isinstance(epoch, str) or
+                (epoch and not _EPOCH.fullmatch(epoch))):
             raise webob.exc.HTTPBadRequest(
-                explanation="'%s' needs {'host': <compute host name>}"
-                            % SET_ACTION)
+                explanation="'%s' needs {'host': <compute host name>[, "
+                            "'epoch': <attachment id>]}" % SET_ACTION)
         try:
             volume = self.volume_api.get(context, id)
         except exception.VolumeNotFound as exc:
             raise webob.exc.HTTPNotFound(explanation=exc.msg)
         self.volume_api.update_volume_admin_metadata(
-            context.elevated(), volume, {guards.FENCE_KEY: host})
+            context.elevated(), volume, {guards.FENCE_KEY: host,
+                                         guards.FENCE_EPOCH_KEY: epoch})
         return webob.Response(status_int=202)
 
     @wsgi.action(CLEAR_ACTION)
@@ -79,16 +86,17 @@ class FenceController(wsgi.Controller):
             self.volume_api.get(context, id)
         except exception.VolumeNotFound as exc:
             raise webob.exc.HTTPNotFound(explanation=exc.msg)
-        try:
-            db.volume_admin_metadata_delete(context.elevated(), id,
-                                            guards.FENCE_KEY)
-        except exception.VolumeAdminMetadataNotFound:
-            pass
+        for key in (guards.FENCE_KEY, guards.FENCE_EPOCH_KEY):
+            try:
+                db.volume_admin_metadata_delete(context.elevated(), id, key)
+            except exception.VolumeAdminMetadataNotFound:
+                pass
         return webob.Response(status_int=202)
 
     def _add_attribute(self, req, resp_volume):
         db_volume = req.get_db_volume(resp_volume['id'])
         resp_volume[ATTRIBUTE] = guards.fence_host(db_volume)
+        resp_volume[EPOCH_ATTRIBUTE] = guards.fence_epoch(db_volume)
 
     @wsgi.extends
     def show(self, req, resp_obj, id):

@@ -21,6 +21,7 @@ from oslo_log import log as logging
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
+from os_brick_cas import ownership
 from os_brick_cas import privileged
 from os_brick_cas import rbd_names
 from os_brick_cas import validation
@@ -115,3 +116,35 @@ def forget_core(cache_id: int, core_id: int, core_device: str) -> None:
     with _conf_lock():
         opencas_conf.update_file(CONF.os_brick_cas.opencas_conf,
                                  remove=row)
+
+
+@privileged.default.entrypoint
+def record_owner(link: str, epoch: str, cache_id: int, core_id: int) -> None:
+    """Record that the core added as *link* caches attachment *epoch*."""
+    record = ownership.OwnerRecord(
+        link=validation.rbd_link(link), epoch=validation.epoch(epoch),
+        cache_id=validation.cache_id(cache_id),
+        core_id=validation.core_id(core_id))
+    path = ownership.record_path(record.link)
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    temporary = '%s.tmp.%d' % (path, os.getpid())
+    with open(temporary, 'w') as record_file:
+        record_file.write(ownership.encode(record))
+        record_file.flush()
+        os.fsync(record_file.fileno())
+    os.replace(temporary, path)
+    directory = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+@privileged.default.entrypoint
+def forget_owner(link: str, cache_id: int, core_id: int) -> None:
+    """Drop the record of *link* if it still names that core."""
+    link = validation.rbd_link(link)
+    record = ownership.read(link)
+    if record is not None and record.names_core(
+            validation.cache_id(cache_id), validation.core_id(core_id)):
+        os.unlink(ownership.record_path(link))

@@ -118,6 +118,7 @@ class CephTestCase(test.TestCase):
         self.override_config('opencas_conf', self.opencas_conf,
                              group=opts.GROUP)
         self.override_config('lock_path', tmp, group=opts.GROUP)
+        self.override_config('state_path', tmp, group=opts.GROUP)
         self.override_config('sysfs_rbd_root', self.host.sysfs_root,
                              group=opts.GROUP)
         self.override_config('flush_timeout', 10, group=opts.GROUP)

@@ -138,7 +138,7 @@ class NovaVolumeDriverTestCase(base.CephTestCase):
         request = {
             'connection_info': info,
             'host_options': {name: group[name] for name in (
-                'cache_instances', 'opencas_conf', 'lock_path',
+                'cache_instances', 'opencas_conf', 'lock_path', 'state_path',
                 'flush_timeout', 'sysfs_rbd_root')},
             'write': {'offset': 4 * MIB, 'length': MIB,
                       'label': 'nova ' + volume.id} if write else None}

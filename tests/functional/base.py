@@ -83,6 +83,7 @@ class FunctionalTestCase(testtools.TestCase):
                                 else list(self.caches))
         self.conf = self.useFixture(config_fixture.Config(cfg.CONF))
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
+                         state_path=self.tmp,
                          opencas_conf=self.opencas_conf, flush_timeout=5,
                          sysfs_rbd_root=self.host.sysfs_root,
                          cache_instances={mode: str(cache_id) for

@@ -40,8 +40,9 @@ class PrivsepDaemonTestCase(base.FunctionalTestCase):
         config_file = os.path.join(self.tmp, 'daemon.conf')
         with open(config_file, 'w') as conf_file:
             conf_file.write('[os_brick_cas]\nopencas_conf = %s\n'
-                            'lock_path = %s\nsysfs_rbd_root = %s\n' % (
-                                self.opencas_conf, self.tmp,
+                            'lock_path = %s\nstate_path = %s\n'
+                            'sysfs_rbd_root = %s\n' % (
+                                self.opencas_conf, self.tmp, self.tmp,
                                 self.host.sysfs_root))
         helper = os.path.join(os.path.dirname(sys.executable),
                               'privsep-helper')

@@ -94,6 +94,7 @@ class TestCase(testtools.TestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.opencas_conf = os.path.join(self.tmp, 'opencas.conf')
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
+                         state_path=self.tmp,
                          opencas_conf=self.opencas_conf)
         for context in (os_brick_cas.privileged.default,
                         os_brick_cas.privileged.flush,
