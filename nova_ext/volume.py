@@ -32,6 +32,7 @@ from nova_ext import fence
 from nova_ext import opts
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import exception as cas_exception
+from os_brick_cas import fence as cas_fence
 from os_brick_cas import volume as cas_volume
 
 LOG = logging.getLogger(__name__)
@@ -99,31 +100,57 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             conf.driver_io = 'native'
         return conf
 
-    def _fence_check_and_set(self, volume: cas_volume.RBDVolume) -> str:
+    @staticmethod
+    def _attachment_id(connection_info) -> str | None:
+        """The Cinder attachment (our epoch): cinder puts it at the top."""
+        return (connection_info.get('attachment_id') or
+                connection_info['data'].get('attachment_id'))
+
+    @staticmethod
+    def _owner_epoch(owner: cas_fence.Owner | None) -> str | None:
+        """``cas_owner_epoch`` for the host library (see RBDVolume)."""
+        if owner is None or owner.host != CONF.host:
+            return ''           # whatever this host caches is not newest
+        return owner.epoch      # None: a marker from before epochs
+
+    def _fence_check_and_set(self, volume: cas_volume.RBDVolume,
+                             data: dict, epoch: str | None
+                             ) -> tuple[str, cas_fence.Owner | None]:
         """Refuse if fenced by another host, else fence it to this host.
 
-        Returns FENCE_SET if this call set the marker, FENCE_HELD if it
-        already named this host (its newest writes may be in this host's
-        cache, e.g. an inactive core after a reboot), FENCE_UNUSED if the
-        volume's mode needs no marker.
+        Checked for every cacheable volume, whatever its mode now (it may
+        have been retyped while another host still held its newest
+        writes). Returns (state, owner before this attach): FENCE_SET if
+        this call set the marker, FENCE_HELD if it already named this host
+        (its newest writes may be in this host's cache, e.g. an inactive
+        core after a reboot), FENCE_UNUSED if no marker is kept.
         """
-        if not (CONF[opts.GROUP].use_fence_marker and
-                volume.mode.holds_dirty_data):
-            return FENCE_UNUSED
+        for key in ('cas_epoch', 'cas_owner_epoch'):
+            data.pop(key, None)
+        if not CONF[opts.GROUP].use_fence_marker:
+            return FENCE_UNUSED, None
         client = fence.client()
-        fenced_by = client.get(volume.volume_id)
-        if fenced_by and fenced_by != CONF.host:
-            raise VolumeFenced(volume=volume.volume_id, fenced=fenced_by,
+        owner = client.owner(volume.volume_id)
+        if owner and owner.host != CONF.host:
+            raise VolumeFenced(volume=volume.volume_id, fenced=owner.host,
                                host=CONF.host)
-        if fenced_by == CONF.host:
-            return FENCE_HELD
-        client.set(volume.volume_id, CONF.host)
-        return FENCE_SET
+        if epoch:
+            data['cas_epoch'] = epoch
+            owner_epoch = self._owner_epoch(owner)
+            if owner_epoch is not None:
+                data['cas_owner_epoch'] = owner_epoch
+        if not volume.mode.holds_dirty_data:
+            return FENCE_UNUSED, owner
+        if owner is not None:
+            return FENCE_HELD, owner
+        client.set(volume.volume_id, CONF.host, epoch)
+        return FENCE_SET, owner
 
     def connect_volume(self, connection_info, instance):
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
-        fence_state = self._fence_check_and_set(volume)
+        epoch = self._attachment_id(connection_info)
+        fence_state, owner = self._fence_check_and_set(volume, data, epoch)
         try:
             device_info = self.connector.connect_volume(data)
         except NO_CACHE_ERRORS as exc:
@@ -141,6 +168,9 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         except Exception:
             with excutils.save_and_reraise_exception():
                 self._undo_fence(volume, fence_state)
+        if fence_state == FENCE_HELD and epoch and owner.epoch != epoch:
+            # this attachment now owns the data the earlier one cached
+            fence.client().set(volume.volume_id, CONF.host, epoch)
         data['device_path'] = device_info['path']
         LOG.info('Volume %(vol)s attached through Open CAS as %(path)s',
                  {'vol': volume.label, 'path': device_info['path']},
@@ -156,10 +186,26 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
     def disconnect_volume(self, connection_info, instance, force=False):
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
-        # raises, leaving everything in place, if dirty data could be lost
-        self.connector.disconnect_volume(data, None, force=force)
-        if CONF[opts.GROUP].use_fence_marker and volume.mode and \
-                volume.mode.holds_dirty_data:
+        data.pop('cas_owner_epoch', None)
+        owner = None
+        if CONF[opts.GROUP].use_fence_marker:
+            # who owns the newest data now (an evacuation may have moved it)
+            owner = fence.client().owner(volume.volume_id)
+            owner_epoch = self._owner_epoch(owner)
+            if owner_epoch is not None:
+                data['cas_owner_epoch'] = owner_epoch
+        try:
+            # raises, leaving everything in place, if dirty data could be
+            # lost; refuses to write data this host no longer owns
+            self.connector.disconnect_volume(data, None, force=force)
+        except cas_exception.NotDataOwner as exc:
+            # e.g. the instance was evacuated while this host was down:
+            # keep the stale blocks, never write them over newer data
+            LOG.warning('Leaving the cached data of volume %(vol)s on this '
+                        'host untouched: %(err)s',
+                        {'vol': volume.label, 'err': exc}, instance=instance)
+            return
+        if owner is not None and owner.host == CONF.host:
             _clear_fence(volume, 'after it was flushed and detached')
 
     def extend_volume(self, connection_info, instance, requested_size):

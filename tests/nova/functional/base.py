@@ -59,6 +59,7 @@ class FakeFenceCinder(object):
 
     def __init__(self):
         self.fences: dict[str, str] = {}
+        self.epochs: dict[str, str] = {}
         self.adapter = requests_mock.Adapter()
         self.adapter.register_uri(
             'GET', re.compile(CINDER + '/volumes/[^/]+$'), json=self._show)
@@ -69,15 +70,20 @@ class FakeFenceCinder(object):
     def _show(self, request, context):
         volume_id = request.path.rstrip('/').split('/')[-1]
         return {'volume': {'id': volume_id,
-                           'os-brick-cas:fence': self.fences.get(volume_id)}}
+                           'os-brick-cas:fence': self.fences.get(volume_id),
+                           'os-brick-cas:fence-epoch':
+                               self.epochs.get(volume_id)}}
 
     def _action(self, request, context):
         volume_id = request.path.split('/')[-2]
         body = request.json()
         if 'os-brick-cas-set-fence' in body:
             self.fences[volume_id] = body['os-brick-cas-set-fence']['host']
+            self.epochs[volume_id] = body['os-brick-cas-set-fence'].get(
+                'epoch')
         elif 'os-brick-cas-clear-fence' in body:
             self.fences.pop(volume_id, None)
+            self.epochs.pop(volume_id, None)
         return ''
 
     def session(self) -> ks_session.Session:
@@ -248,6 +254,7 @@ class CachedVolumeTestBase(base.ServersTestBase):
         # krbd's sysfs is per machine, like opencas.conf
         self.flags(opencas_conf=self.host_conf[host],
                    sysfs_rbd_root=self.hosts[host].sysfs_root,
+                   state_path=os.path.join(self.tmp, 'state-' + host),
                    group='os_brick_cas')
         self.current_host = host
 

@@ -261,3 +261,42 @@ class EvacuateTestCase(TwoComputesTestBase):
         [core] = self.cores('compute2')
         self.assertEqual((2, '/dev/cas2-51'), (core.cache_id, core.exported))
         self.assertEqual({WB_VOL: 'compute2'}, self.cinder.fences)
+
+    def test_returning_host_keeps_its_stale_blocks_out_of_ceph(self):
+        """Issue 13 (b): compute1 comes back after its server moved."""
+        self._attach_volume(self.server, WB_VOL)
+        [stale] = self.cores('compute1')
+        self.host.set_dirty(stale.cache_id, stale.core_id, 64)
+        first_epoch = self.cinder.epochs[WB_VOL]
+        self.assertIsNotNone(first_epoch)
+        self.computes['compute1'].stop()
+        service_id = self.admin_api.get_services(
+            host='compute1', binary='nova-compute')[0]['id']
+        self.admin_api.put_service_force_down(service_id, True)
+        self.assertEqual(0, self.fence_clear('--host-lost')[0])
+        # since API 2.95 an evacuated server is left stopped
+        server = self._evacuate_server(
+            self.server, {'host': 'compute2'}, expected_state='SHUTOFF',
+            expected_host='compute2')
+        self.assertEqual({WB_VOL: 'compute2'}, self.cinder.fences)
+        second_epoch = self.cinder.epochs[WB_VOL]
+        self.assertNotEqual(first_epoch, second_epoch)
+
+        # compute1 returns: nova destroys the evacuated guest there and
+        # disconnects its volumes; the 64 blocks are older than what
+        # compute2 has written since and must never reach the image
+        with self.on_host('compute1'):
+            self.restart_compute_service('compute1')
+        self.admin_api.put_service_force_down(service_id, False)
+        self.assertEqual(0, self.host.state()['flushed_blocks'])
+        self.assertEqual([], self.host.calls(verb='flush-core'))
+        [kept] = self.cores('compute1')
+        self.assertEqual((stale.cache_id, stale.core_id),
+                         (kept.cache_id, kept.core_id))
+        self.assertEqual(64, self.host.state()['caches'][
+            str(kept.cache_id)]['cores'][str(kept.core_id)]['dirty'])
+        # the owner's marker is untouched
+        self.assertEqual({WB_VOL: 'compute2'}, self.cinder.fences)
+        self.assertEqual(second_epoch, self.cinder.epochs[WB_VOL])
+        server = self.api.get_server(server['id'])
+        self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
