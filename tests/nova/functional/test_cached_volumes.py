@@ -89,6 +89,21 @@ class CachedVolumeAttachTestCase(base.CachedVolumeTestBase):
         self.detach(self.server, WB_VOL)
         self.assertEqual([], self.cores())
 
+    def test_fenced_volume_retyped_to_write_through_is_refused(self):
+        """Issue 13 (c): the marker counts whatever the volume's mode now.
+
+        The volume was write-back on compute-lost (dirty core left after a
+        failed detach nova ignored) and retyped to wt while available.
+        """
+        self.cinder.fences[WT_VOL] = 'compute-lost'
+        exc = self.assertRaises(
+            client.OpenStackApiException, self.api.post_server_volume,
+            self.server['id'], {'volumeAttachment': {'volumeId': WT_VOL}})
+        self.assertIn('VolumeFenced', str(exc))
+        self.assertEqual({WT_VOL: 'compute-lost'}, self.cinder.fences)
+        self.assertEqual([], self.cores())
+        self.assertEqual([], self.mappings())
+
     def test_hard_reboot_reattaches_same_cache_device(self):
         self._attach_volume(self.server, WB_VOL)
         [before] = self.cores()
