@@ -47,10 +47,12 @@ class CachedRBDDriver(rbd.RBDDriver):
                               connector: dict) -> dict[str, Any]:
         # invalid specs are refused before anything asks Ceph
         spec = guards.cache_spec(volume)
+        # in any mode, cached or not: the type may have changed since the
+        # fenced host cached the volume's newest writes
+        guards.refuse_fenced_connection(volume, connector)
         data = super().initialize_connection(volume, connector)
         if not spec.cacheable:
             return data
-        guards.refuse_fenced_connection(volume, connector)
         # the host names the krbd device's by-id link after the cluster
         # too and checks it against krbd's sysfs (cluster_fsid)
         data['data'].update(cacheable=True, cache_mode=spec.mode,

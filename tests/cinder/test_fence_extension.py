@@ -44,16 +44,18 @@ class FenceExtensionTestCase(test.TestCase):
     def test_set_and_clear(self):
         response = self.controller._set_fence(
             self.request(), self.volume.id,
-            {fence.SET_ACTION: {'host': 'compute-1'}})
+            {fence.SET_ACTION: {'host': 'compute-1', 'epoch': 'att-1'}})
         self.assertEqual(202, response.status_int)
         self.assertEqual('compute-1',
                          self.admin_metadata()[guards.FENCE_KEY])
         # the driver sees it on the volume object cinder hands it
         volume = objects.Volume.get_by_id(self.admin, self.volume.id)
         self.assertEqual('compute-1', guards.fence_host(volume))
+        self.assertEqual('att-1', guards.fence_epoch(volume))
         self.controller._clear_fence(self.request(), self.volume.id,
                                      {fence.CLEAR_ACTION: {}})
         self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
+        self.assertNotIn(guards.FENCE_EPOCH_KEY, self.admin_metadata())
         # clearing twice is fine
         self.controller._clear_fence(self.request(), self.volume.id,
                                      {fence.CLEAR_ACTION: {}})
@@ -75,6 +77,11 @@ class FenceExtensionTestCase(test.TestCase):
                               self.controller._set_fence, self.request(),
                               self.volume.id, {fence.SET_ACTION: {
                                   'host': host}})
+        for epoch in (None, 'a b', '../x', 'x' * 65, 7):
+            self.assertRaises(webob.exc.HTTPBadRequest,
+                              self.controller._set_fence, self.request(),
+                              self.volume.id, {fence.SET_ACTION: {
+                                  'host': 'compute-1', 'epoch': epoch}})
 
     def test_show_attribute_for_admins_only(self):
         db.volume_admin_metadata_update(

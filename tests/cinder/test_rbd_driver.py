@@ -141,10 +141,16 @@ class CachedRBDDriverTestCase(test.TestCase):
         info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
         self.assertEqual('wb', info['data']['cache_mode'])
 
-    def test_fence_ignored_for_write_through(self):
-        volume = self.volume(specs('wt'), admin_metadata={
-            guards.FENCE_KEY: 'cmp1'})
-        self.driver.initialize_connection(volume, {'host': 'cmp2'})
+    @ddt.data('wt', 'pt', None)
+    def test_fence_applies_in_every_mode(self, mode):
+        """Retyped after the fence was set: the marker still counts."""
+        volume = self.volume(specs(mode, cacheable=bool(mode)),
+                             admin_metadata={guards.FENCE_KEY: 'cmp1'})
+        exc = self.assertRaises(exception.InvalidVolume,
+                                self.driver.initialize_connection, volume,
+                                {'host': 'cmp2'})
+        self.assertIn('cmp1', str(exc))
+        self.driver.initialize_connection(volume, {'host': 'cmp1'})
 
     @ddt.data(('wb', 'in-use', True), ('wo', 'in-use', True),
               ('wb', 'available', False), ('wt', 'in-use', False),
