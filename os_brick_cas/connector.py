@@ -30,6 +30,7 @@ from os_brick import exception as brick_exception
 from os_brick.initiator.connectors import rbd
 from os_brick.privileged import rbd as rbd_privsep
 from os_brick import utils as brick_utils
+from oslo_concurrency import processutils
 from oslo_log import log as logging
 from oslo_utils import excutils
 
@@ -45,6 +46,8 @@ from os_brick_cas import volume as volume_mod
 
 LOG = logging.getLogger(__name__)
 
+#: krbd's answer to unmapping a device that is open (errno EBUSY)
+EBUSY = 16
 #: casadm is not usable at all on this host
 NO_OPEN_CAS = (exception.CasadmNotFound, exception.CasModuleNotLoaded)
 
@@ -99,9 +102,40 @@ class CachedRBDConnector(rbd.RBDConnector):
             return False
         identity.verify_device(device, volume.spec,
                                'unmap volume %s' % volume.label)
-        self._execute('rbd', 'unmap', device, *self._get_rbd_args(props),
-                      root_helper=self._root_helper, run_as_root=True)
+        # never '-o force': krbd would drop a device a core still holds,
+        # leaving that core Active on a dead device with its dirty data
+        try:
+            self._execute('rbd', 'unmap', device,
+                          *self._get_rbd_args(props),
+                          root_helper=self._root_helper, run_as_root=True)
+        except processutils.ProcessExecutionError as exc:
+            if exc.exit_code == EBUSY or 'Device or resource busy' in (
+                    exc.stderr or ''):
+                raise self._held(volume, device, exc) from exc
+            raise
         return True
+
+    def _held(self, volume: volume_mod.RBDVolume, device: str,
+              cause: processutils.ProcessExecutionError
+              ) -> exception.DeviceHeldByCore:
+        """The refusal for an EBUSY unmap, naming the core that holds it."""
+        real = os.path.realpath(device)
+        holder = 'a process that has it open (a guest, a mount)'
+        try:
+            caches = self.volume_cache.list_caches()
+        except exception.CasError:
+            caches = []
+        for cache in caches:
+            for core in cache.cores:
+                if core.active and os.path.realpath(core.device) == real:
+                    holder = 'Open CAS core %d of cache instance %d (%s)' % (
+                        core.core_id, core.cache_id, core.device)
+        detail = ' '.join((cause.stderr or '').split()) or str(cause)
+        LOG.error('krbd refused to unmap %(dev)s of volume %(vol)s: held by '
+                  '%(holder)s', {'dev': device, 'vol': volume.label,
+                                 'holder': holder})
+        return exception.DeviceHeldByCore(device=device, volume=volume.label,
+                                          holder=holder, detail=detail)
 
     # -- attach --------------------------------------------------------
 
