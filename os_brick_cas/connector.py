@@ -109,27 +109,35 @@ class CachedRBDConnector(rbd.RBDConnector):
                           *self._get_rbd_args(props),
                           root_helper=self._root_helper, run_as_root=True)
         except processutils.ProcessExecutionError as exc:
+            held = None
             if exc.exit_code == EBUSY or 'Device or resource busy' in (
                     exc.stderr or ''):
-                raise self._held(volume, device, exc) from exc
-            raise
+                held = self._held(volume, device, exc)
+            if held is None:
+                raise
+            raise held from exc
         return True
 
     def _held(self, volume: volume_mod.RBDVolume, device: str,
               cause: processutils.ProcessExecutionError
-              ) -> exception.DeviceHeldByCore:
-        """The refusal for an EBUSY unmap, naming the core that holds it."""
+              ) -> Optional[exception.DeviceHeldByCore]:
+        """The refusal for an EBUSY unmap naming the core that holds it.
+
+        None when no Open CAS core holds it (another opener: the caller
+        re-raises krbd's error as os-brick would).
+        """
         real = os.path.realpath(device)
-        holder = 'a process that has it open (a guest, a mount)'
         try:
             caches = self.volume_cache.list_caches()
         except exception.CasError:
-            caches = []
-        for cache in caches:
-            for core in cache.cores:
-                if core.active and os.path.realpath(core.device) == real:
-                    holder = 'Open CAS core %d of cache instance %d (%s)' % (
-                        core.core_id, core.cache_id, core.device)
+            return None
+        holders = ['Open CAS core %d of cache instance %d (%s)' % (
+                   core.core_id, core.cache_id, core.device)
+                   for cache in caches for core in cache.cores
+                   if core.active and os.path.realpath(core.device) == real]
+        if not holders:
+            return None
+        holder = holders[0]
         detail = ' '.join((cause.stderr or '').split()) or str(cause)
         LOG.error('krbd refused to unmap %(dev)s of volume %(vol)s: held by '
                   '%(holder)s', {'dev': device, 'vol': volume.label,
