@@ -245,8 +245,7 @@ class VolumeCache(object):
             identity.verify_link(core.device, 're-activate core %d of '
                                  'instance %d' % (core.core_id,
                                                   core.cache_id), spec)
-            core = self.casadm.try_add_core(core.cache_id, core.core_id,
-                                            core.device)
+            core = self._try_add(core, volume, spec)
             LOG.info('Re-activated inactive core %(core)s of instance '
                      '%(cache)s for volume %(vol)s as %(path)s',
                      {'core': core.core_id, 'cache': core.cache_id,
@@ -334,7 +333,14 @@ class VolumeCache(object):
         """
         dirty = self.casadm.dirty_blocks(core)
         if not dirty:
-            self.casadm.remove_inactive_core(core)
+            try:
+                self.casadm.remove_inactive_core(core)
+            except exception.CoreActive:
+                # the udev loader re-added it since our -L: remove it active
+                now = self._active_now(core)
+                if now is None:
+                    raise
+                return self._loader_won(now, volume, spec)
             return core
         if self._is_own_device(core, spec):
             LOG.info('Re-activating inactive core %(core)s of instance '
@@ -342,13 +348,52 @@ class VolumeCache(object):
                      '%(vol)s', {'core': core.core_id,
                                  'cache': core.cache_id, 'dirty': dirty,
                                  'vol': volume})
-            return self.casadm.try_add_core(core.cache_id, core.core_id,
-                                            core.device)
+            return self._try_add(core, volume, spec)
         raise exception.InactiveCoreDeviceMissing(
             action='remove the inactive core of volume %s (its device %s is '
                    'not present; attach the volume again so the data can be '
                    'flushed)' % (volume, core.device),
             core=core.core_id, cache_id=core.cache_id, dirty=dirty)
+
+    def _try_add(self, core: casadm_mod.Core, volume: str,
+                 spec: Optional[rbd_names.ImageSpec]) -> casadm_mod.Core:
+        """Re-activate inactive *core*, tolerating Open CAS's udev loader.
+
+        open-cas-loader try-adds a core listed in opencas.conf as soon as
+        its by-id link appears, so ours can find it already added ("Device
+        already added as a core"). Then the core is listed again and used
+        if it is that core, now active, and krbd still says the device
+        behind its link is the image (the loader checks only a path and a
+        size).
+        """
+        try:
+            return self.casadm.try_add_core(core.cache_id, core.core_id,
+                                            core.device)
+        except exception.CoreAlreadyCached:
+            now = self._active_now(core)
+            if now is None:
+                raise
+        return self._loader_won(now, volume, spec)
+
+    def _active_now(self, core: casadm_mod.Core
+                    ) -> Optional[casadm_mod.Core]:
+        """*core* as listed now, if it is that same core and active."""
+        now = self.casadm.find_core(self.casadm.list_caches(), core.device)
+        if now is None or not now.active or (
+                now.cache_id, now.core_id) != (core.cache_id, core.core_id):
+            return None
+        return now
+
+    def _loader_won(self, now: casadm_mod.Core, volume: str,
+                    spec: Optional[rbd_names.ImageSpec]) -> casadm_mod.Core:
+        """Go on with a core the udev loader re-activated (identity first)."""
+        identity.verify_link(now.device, 'use core %d of instance %d '
+                             're-activated by the Open CAS udev loader'
+                             % (now.core_id, now.cache_id), spec)
+        LOG.info('Core %(core)s of instance %(cache)s (volume %(vol)s) was '
+                 're-activated by the Open CAS udev loader first; using it.',
+                 {'core': now.core_id, 'cache': now.cache_id, 'vol': volume})
+        return now
 
     @staticmethod
     def _is_own_device(core: casadm_mod.Core,

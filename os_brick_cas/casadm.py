@@ -158,6 +158,30 @@ _ERRORS: list[tuple[str, Callable[..., exception.CasError]]] = [
         exception.CoreInactive(cache_id=ctx.get('cache_id'),
                                core=ctx.get('core_id'),
                                device=ctx.get('device'))),
+    # -P: statistics_model.c prints its own refusals ('Cache Id N not
+    # running', 'No such core device in cache.'); get-param: 'Cache id N'
+    ('not running', lambda ctx, detail:
+        exception.CacheNotFound(cache_id=ctx.get('cache_id'))),
+    ('No such core device in cache', lambda ctx, detail:
+        exception.CoreNotFound(cache_id=ctx.get('cache_id'),
+                               core=ctx.get('core_id'), detail=detail)),
+    ('Core ID does not exist', lambda ctx, detail:
+        exception.CoreNotFound(cache_id=ctx.get('cache_id'),
+                               core=ctx.get('core_id'), detail=detail)),
+    ('Core is active. To manage', lambda ctx, detail:
+        exception.CoreActive(cache_id=ctx.get('cache_id'),
+                             core=ctx.get('core_id'), detail=detail)),
+    # before v24.9 '-F' takes no '-j' (per-core flush was '-E')
+    ('Unrecognized option', lambda ctx, detail: exception.CasadmTooOld(
+        operation=ctx.get('operation'), exit_code=1, detail=detail)),
+    # -F/-T of an Incomplete cache (a per-core flush is not refused)
+    ('Cache is in incomplete state', lambda ctx, detail:
+        exception.CacheNotRunning(
+            cache_id=ctx.get('cache_id'), status='Incomplete',
+            advice='casadm refuses to flush a whole cache while one of its '
+                   'cores is inactive (%s). Attach the volumes of its '
+                   'inactive cores (os-brick-cas status lists them) or '
+                   'flush core by core.' % detail)),
 ]
 
 

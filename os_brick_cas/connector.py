@@ -31,6 +31,7 @@ from os_brick import exception as brick_exception
 from os_brick.initiator.connectors import rbd
 from os_brick.privileged import rbd as rbd_privsep
 from os_brick import utils as brick_utils
+from oslo_concurrency import processutils
 from oslo_log import log as logging
 from oslo_utils import excutils
 
@@ -48,6 +49,8 @@ from os_brick_cas import volume as volume_mod
 
 LOG = logging.getLogger(__name__)
 
+#: krbd's answer to unmapping a device that is open (errno EBUSY)
+EBUSY = 16
 #: casadm is not usable at all on this host
 NO_OPEN_CAS = (exception.CasadmNotFound, exception.CasModuleNotLoaded)
 
@@ -115,7 +118,18 @@ class CachedRBDConnector(rbd.RBDConnector):
             return False
         identity.verify_device(device, volume.spec,
                                'unmap volume %s' % volume.label)
-        self._rbd(volume, 'unmap', [device], props)
+        # never '-o force': krbd would drop a device a core still holds,
+        # leaving that core Active on a dead device with its dirty data
+        try:
+            self._rbd(volume, 'unmap', [device], props)
+        except processutils.ProcessExecutionError as exc:
+            held = None
+            if exc.exit_code == EBUSY or 'Device or resource busy' in (
+                    exc.stderr or ''):
+                held = self._held(volume, device, exc)
+            if held is None:
+                raise
+            raise held from exc
         return True
 
     def _rbd(self, volume: volume_mod.RBDVolume, operation: str,
@@ -133,6 +147,33 @@ class CachedRBDConnector(rbd.RBDConnector):
                 operation=operation, volume=volume.label, timeout=timeout,
                 state='the volume may still be mapped' if operation ==
                 'unmap' else 'a late mapping is unmapped again')
+
+    def _held(self, volume: volume_mod.RBDVolume, device: str,
+              cause: processutils.ProcessExecutionError
+              ) -> Optional[exception.DeviceHeldByCore]:
+        """The refusal for an EBUSY unmap naming the core that holds it.
+
+        None when no Open CAS core holds it (another opener: the caller
+        re-raises krbd's error as os-brick would).
+        """
+        real = os.path.realpath(device)
+        try:
+            caches = self.volume_cache.list_caches()
+        except exception.CasError:
+            return None
+        holders = ['Open CAS core %d of cache instance %d (%s)' % (
+                   core.core_id, core.cache_id, core.device)
+                   for cache in caches for core in cache.cores
+                   if core.active and os.path.realpath(core.device) == real]
+        if not holders:
+            return None
+        holder = holders[0]
+        detail = ' '.join((cause.stderr or '').split()) or str(cause)
+        LOG.error('krbd refused to unmap %(dev)s of volume %(vol)s: held by '
+                  '%(holder)s', {'dev': device, 'vol': volume.label,
+                                 'holder': holder})
+        return exception.DeviceHeldByCore(device=device, volume=volume.label,
+                                          holder=holder, detail=detail)
 
     # -- attach --------------------------------------------------------
 

@@ -223,3 +223,38 @@ class AmbiguousCore(CasError):
 
 class OpenCasConfRefused(CasError, ValueError):
     message = ("Not writing opencas.conf row %(row)r: %(reason)s.")
+
+
+class CoreNotFound(CasError):
+    message = ("Core %(core)s of cache instance %(cache_id)s does not exist "
+               "(%(detail)s); it was removed meanwhile. See 'os-brick-cas "
+               "status' and retry.")
+
+
+class CoreActive(CasError):
+    """--remove-inactive on a core whose device is present again."""
+
+    message = ("Core %(core)s of cache instance %(cache_id)s is active again "
+               "(%(detail)s), e.g. re-added by Open CAS's udev loader. Retry "
+               "the detach: an active core is flushed and removed.")
+
+
+class DeviceHeldByCore(CasError):
+    """krbd refused to unmap a device an Open CAS core still holds."""
+
+    message = ("Refusing to unmap %(device)s of volume %(volume)s: it is "
+               "held by %(holder)s (krbd: %(detail)s). Nothing was unmapped "
+               "or removed, and it is never force-unmapped (a core on a "
+               "vanished device keeps its dirty data but can no longer "
+               "flush it). Remove that core first (casadm --remove-core "
+               "flushes it) and retry the detach.")
+
+
+class CasadmTooOld(CasadmCommandFailed):
+    """casadm did not understand an option os-brick-cas relies on."""
+
+    message = ("casadm %(operation)s was not understood (%(detail)s): this "
+               "Open CAS release is older than os-brick-cas supports (v24.9, "
+               "whose per-core flush is '-F -i I -j J'; older ones use -E). "
+               "Nothing was changed. Upgrade Open CAS; 'os-brick-cas doctor' "
+               "checks the release.")

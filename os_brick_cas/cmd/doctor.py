@@ -81,6 +81,10 @@ def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF
     yield Finding(OK, 'casadm %s, kernel module %s' % (
         versions.get('CAS CLI Utility', '?'),
         versions.get('CAS Cache Kernel Module', '?')))
+    cli_ok, cli_message = releases.check_cli(
+        versions.get('CAS CLI Utility', ''))
+    if not cli_ok:
+        yield Finding(FAIL, cli_message)
     module_version = versions.get('CAS Cache Kernel Module', '')
     supported, message = releases.check_kernel(platform.release(),
                                                module_version)

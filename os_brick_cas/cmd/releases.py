@@ -30,6 +30,10 @@ NEWEST_KERNEL: dict[tuple[int, int], tuple[int, int]] = {
     (26, 9): (7, 2),
 }
 
+#: the oldest Open CAS line os-brick-cas drives: per-core flush is
+#: ``-F -i I -j J`` from v24.9 (``-E/--flush-core`` up to v22.6.x)
+OLDEST_LINE = (24, 9)
+
 _PAIR = re.compile(r'^v?(\d+)\.(\d+)')
 
 
@@ -76,3 +80,22 @@ def check_kernel(kernel: str, cas_version: str) -> tuple[bool, str]:
                    '%s, or boot a supported kernel, before caching volumes '
                    'in write-back.' % (kernel, _line(line),
                                        _dotted(newest), advice))
+
+
+def check_cli(cli_version: str) -> tuple[bool, str]:
+    """``(supported, explanation)`` for the casadm release (``-V``)."""
+    line = major_minor(cli_version)
+    if line is None:
+        return False, ('cannot tell the casadm release from %r; os-brick-cas '
+                       'needs Open CAS %s or newer.'
+                       % (cli_version, _line(OLDEST_LINE)))
+    if line < OLDEST_LINE:
+        return False, ('casadm %s is older than Open CAS %s, the oldest '
+                       'release os-brick-cas supports: its per-core flush is '
+                       '-E, so detaching a write-back volume could not flush '
+                       'it (the detach is refused, data stays in the cache). '
+                       'Upgrade Open CAS to %s or newer before caching '
+                       'volumes.' % (cli_version, _line(OLDEST_LINE),
+                                     _line(OLDEST_LINE)))
+    return True, 'casadm %s is Open CAS %s or newer' % (
+        cli_version, _line(OLDEST_LINE))

@@ -26,16 +26,30 @@ from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import state as state_mod
 from os_brick_cas.simulator import stats as stats_mod
+from os_brick_cas.simulator import udev
 
 VERSION = '26.03.2.1032.release'
 LIST_HEADER = 'type,id,disk,status,write policy,device'
 WHITELIST_PREFIXES = ('/dev/cas', '/dev/ram', '/dev/nullb', '/dev/drbd')
+
+#: casadm's hint after an options error (argp.c, print_info; stdout)
+TRY_HELP = "Try `casadm --help | -H' for more information.\n"
+#: an interrupted flush (cas_lib.c, DIRTY_FLUSHING_WARNING; stderr)
+DIRTY_FLUSHING_WARNING = (
+    'You have interrupted flushing of cache dirty data. CAS continues to '
+    'operate\nnormally and dirty data that remains on cache device will be '
+    'flushed by cleaning thread.\n')
+#: OCF_ERR_CACHE_IN_INCOMPLETE_STATE (extended_err_msg.c)
+INCOMPLETE = 'Cache is in incomplete state - at least one core is inactive\n'
+#: the first release whose ``-F`` takes ``-j`` (before: ``-E``)
+PER_CORE_F_SINCE = (24, 9)
 
 VERBS = {'-L': 'list-caches', '--list-caches': 'list-caches',
          '-A': 'add-core', '--add-core': 'add-core',
          '-R': 'remove-core', '--remove-core': 'remove-core',
          '--remove-inactive': 'remove-inactive',
          '-F': 'flush-cache', '--flush-cache': 'flush-cache',
+         '-E': 'flush-core-old', '--flush-core': 'flush-core-old',
          '-P': 'stats', '--stats': 'stats',
          '-V': 'version', '--version': 'version',
          '-S': 'start-cache', '--start-cache': 'start-cache',
@@ -105,15 +119,19 @@ def _cache(state: dict[str, Any], cache_id: int, operation: str
            ) -> dict[str, Any]:
     cache = state['caches'].get(str(cache_id))
     if cache is None:
-        raise Reply(1, '', '%s\nCache ID does not exist\n' % operation)
+        raise Reply(1, '', _lines(operation, 'Cache ID does not exist'))
     return cache
+
+
+def _lines(*lines: str) -> str:
+    return ''.join(line + '\n' for line in lines if line)
 
 
 def _core(cache: dict[str, Any], core_id: int, operation: str
           ) -> dict[str, Any]:
     core = cache['cores'].get(str(core_id))
     if core is None:
-        raise Reply(1, '', '%s\nCore ID does not exist\n' % operation)
+        raise Reply(1, '', _lines(operation, 'Core ID does not exist'))
     return core
 
 
@@ -122,16 +140,24 @@ def _exported(cache_id: int, core_id: int) -> str:
 
 
 def _check_device(state: dict[str, Any], path: str) -> str:
-    """Apply casadm's device-path rules; return the resolved device."""
-    if not os.path.lexists(path):
-        raise Reply(1, '', 'Device %s not found.\n' % path)
+    """Apply casadm's device-path rules; return the resolved device.
+
+    Options handling comes first (cas_main.c validate_device_name ->
+    cas_lib.c validate_dev, plain printf to stdout, then argp.c's
+    "Error during options handling"); the by-id rule (set_device_path)
+    only sees an existing block device.
+    """
+    resolved = os.path.realpath(path)
+    if not os.path.exists(path):
+        raise Reply(1, 'Failed to query device status.\n' + TRY_HELP,
+                    'Error during options handling\n')
+    if resolved not in state['devices']:
+        raise Reply(1, 'Path does not describe a block device\n' + TRY_HELP,
+                    'Error during options handling\n')
     if not (os.path.dirname(path) == devices.BY_ID or
             path.startswith(WHITELIST_PREFIXES)):
         raise Reply(1, '', 'Please use correct by-id path to the device '
                            '%s.\n' % path)
-    resolved = os.path.realpath(path)
-    if resolved not in state['devices']:
-        raise Reply(1, '', 'Core object %s is not supported!\n' % path)
     return resolved
 
 
@@ -164,15 +190,15 @@ def add_core(state: dict[str, Any], args: dict[str, Any]) -> Reply:
             same_link_elsewhere = (core['device'] == path and
                                    other_id != str(cache_id))
             if same_device or same_link_elsewhere:
-                raise Reply(1, '', "Core device '%s' is already cached.\n"
-                            % path)
+                raise Reply(1, '', "%s\nCore device '%s' is already cached."
+                            "\n" % (operation, path))
     if any(c['device'] == path for c in cache['cores'].values()):
         raise Reply(1, '', '%s\nDevice already added as a core\n'
                     % operation)
     if path in state['open'] or resolved in state['open']:
-        raise Reply(1, '', "Failed to open '%s' device exclusively. Please "
-                           "close all applications accessing it or unmount "
-                           "the device.\n" % path)
+        raise Reply(1, '', "%s\nFailed to open '%s' device exclusively. "
+                           "Please close all applications accessing it or "
+                           "unmount the device.\n" % (operation, path))
     if 'core-id' in args:
         core_id = _int(args, 'core-id')
         if str(core_id) in cache['cores']:
@@ -201,21 +227,44 @@ def try_add(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     resolved = _check_device(state, path)
     cache = _cache(state, cache_id, operation)
     core = _core(cache, core_id, operation)
-    if core['device'] != path or core['status'] != 'Inactive':
+    if core['status'] != 'Inactive':
+        # ocf_mngt_core.c, ocf_mngt_cache_try_add_core_prepare: an opened
+        # core -> OCF_ERR_CORE_UUID_EXISTS (e.g. the udev loader was first)
+        raise Reply(1, '', '%s\nDevice already added as a core\n'
+                    % operation)
+    if core['device'] != path:
         raise Reply(1, '', '%s\nCore device not available\n' % operation)
-    _activate(state, cache_id, core_id, core, resolved)
-    _update_cache_status(cache)
+    activate_inactive(state, cache_id, core_id, resolved)
     return Reply(0, 'Successfully added device in try add mode %s\n' % path)
 
 
+def activate_inactive(state: dict[str, Any], cache_id: int, core_id: int,
+                      resolved: str) -> None:
+    """What a successful try-add does (also the udev loader's)."""
+    cache = state['caches'][str(cache_id)]
+    _activate(state, cache_id, core_id, cache['cores'][str(core_id)],
+              resolved)
+    _update_cache_status(cache)
+
+
 def _flush_core(state_dir: str, cache_id: int, core_id: int,
-                operation: str) -> None:
-    """Write a core's dirty data back, taking time per dirty block."""
+                operation: Optional[str]) -> None:
+    """Write a core's dirty data back, taking time per dirty block.
+
+    Errors name the *operation* first (-R does); flush verbs pass None:
+    they print only the cause (cas_lib.c flush_core/flush_cache).
+    """
+    first = operation + '\n' if operation else ''
     with state_mod.locked(state_dir) as state:
-        core = _core(_cache(state, cache_id, operation), core_id, operation)
+        core = _core(_cache(state, cache_id, first.strip()), core_id,
+                     first.strip())
         if core['status'] == 'Inactive':
-            raise Reply(1, '', '%s\nCore device is in inactive state\n'
-                        % operation)
+            raise Reply(1, '', '%sCore device is in inactive state\n'
+                        % first)
+        if core['dirty'] and core.get('resolved') not in state['devices']:
+            # its krbd device was force-unmapped: writes back fail
+            raise Reply(1, '', '%sError while writing to core device\n'
+                        % first)
         delay = core['dirty'] * state['flush_ms_per_block'] / 1000.0
     if delay:
         signal.signal(signal.SIGINT, _interrupt_flush)
@@ -234,22 +283,34 @@ def _interrupt_flush(signum, frame):
     raise Reply(2, '', 'Flushing of core interrupted\n')
 
 
-def flush(state_dir: str, verb: str, args: dict[str, Any]) -> Reply:
+def flush(state_dir: str, verb: str, args: dict[str, Any],
+          operation: Optional[str] = None) -> Reply:
+    """-F [-j]: errors print only their cause (cas_lib.c flush_cache).
+
+    A whole-cache flush of an Incomplete cache is refused (OCF's
+    src/mngt/ocf_mngt_flush.c, ocf_mngt_cache_flush); a per-core flush is
+    not (ocf_mngt_core_flush refuses only a core that is itself inactive).
+    """
     cache_id = _int(args, 'cache-id')
     if verb == 'flush-core':
         core_ids = [_int(args, 'core-id')]
-        operation = 'Error while flushing core %d of cache %d' % (
-            core_ids[0], cache_id)
     else:
-        operation = 'Error while flushing cache %d' % cache_id
         with state_mod.locked(state_dir) as state:
-            cache = _cache(state, cache_id, operation)
+            cache = _cache(state, cache_id, operation or '')
+            if cache['status'] == 'Incomplete':
+                raise Reply(1, '', '%s%s' % (
+                    operation + '\n' if operation else '', INCOMPLETE))
             core_ids = [int(i) for i, c in cache['cores'].items()
                         if c['status'] != 'Inactive']
             cache['flushed_before'] = state.get('flushed_blocks', 0)
     try:
         for done, core_id in enumerate(core_ids, 1):
-            _flush_core(state_dir, cache_id, core_id, operation)
+            try:
+                _flush_core(state_dir, cache_id, core_id, operation)
+            except Reply as reply:
+                if reply.code == 2:
+                    raise Reply(2, '', DIRTY_FLUSHING_WARNING)
+                raise
             if verb != 'flush-core' and done < len(core_ids):
                 _show_flush_progress(state_dir, cache_id)
     finally:
@@ -316,7 +377,9 @@ def remove_inactive(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     cache = _cache(state, cache_id, operation)
     core = _core(cache, core_id, operation)
     if core['status'] != 'Inactive':
-        raise Reply(1, '', '%s\nCore is active\n' % operation)
+        # cas_lib.c remove_inactive_core: KCAS_ERR_CORE_IN_ACTIVE_STATE
+        raise Reply(1, '', "Core is active. To manage the active core use "
+                           "'--remove-core' command.\n")
     if core['dirty'] and not args.get('force'):
         raise Reply(1, '', '%s\nInactive core has dirty data. Use --force '
                            'to remove it anyway (the data will be lost)\n'
@@ -362,11 +425,16 @@ def list_caches(state: dict[str, Any], args: dict[str, Any]) -> Reply:
 
 
 def stats(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    # statistics_model.c, cache_status: its own two refusals
     cache_id = _int(args, 'cache-id')
-    cache = _cache(state, cache_id, 'Error while retrieving stats')
+    cache = state['caches'].get(str(cache_id))
+    if cache is None:
+        raise Reply(1, '', 'Cache Id %d not running\n' % cache_id)
     if 'core-id' in args:
         core_id = _int(args, 'core-id')
-        core = _core(cache, core_id, 'Error while retrieving stats')
+        core = cache['cores'].get(str(core_id))
+        if core is None:
+            raise Reply(1, '', 'No such core device in cache.\n')
         return Reply(0, stats_mod.core_csv(cache_id, core_id, cache, core,
                                            args.get('by-id-path', False)))
     return Reply(0, stats_mod.cache_csv(cache_id, cache))
@@ -388,7 +456,7 @@ def stop_cache(state_dir: str, args: dict[str, Any]) -> Reply:
     cache_id = _int(args, 'cache-id')
     operation = 'Error while stopping cache %d' % cache_id
     if not args.get('no-data-flush'):
-        flush(state_dir, 'flush-cache', {'cache-id': cache_id})
+        flush(state_dir, 'flush-cache', {'cache-id': cache_id}, operation)
     with state_mod.locked(state_dir) as state:
         cache = _cache(state, cache_id, operation)
         for core_id in cache['cores']:
@@ -412,8 +480,32 @@ def set_cache_mode(state: dict[str, Any], args: dict[str, Any]) -> Reply:
 
 
 def version(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    """-V: exit 0 even without the module (cas_main.c handle_version)."""
+    release = state.get('version') or VERSION
+    module = release if state['module_loaded'] else 'Not Loaded'
     return Reply(0, 'Name,Version\nCAS Cache Kernel Module,%s\n'
-                    'CAS CLI Utility,%s\n' % (VERSION, VERSION))
+                    'CAS CLI Utility,%s\n' % (module, release))
+
+
+def _release(state: dict[str, Any]) -> tuple[int, int]:
+    major, minor = (state.get('version') or VERSION).split('.')[:2]
+    return int(major), int(minor)
+
+
+def _old_flush_syntax(state: dict[str, Any], verb: str,
+                      argv: list[str]) -> tuple[str, Optional[Reply]]:
+    """Per-core flush is ``-E -i -j`` before v24.9, ``-F -i -j`` since."""
+    old = _release(state) < PER_CORE_F_SINCE
+    if verb == 'flush-core' and old:
+        option = next(t for t in argv if t in ('-j', '--core-id'))
+        return verb, Reply(1, TRY_HELP, 'Unrecognized option %s\n' % option)
+    if verb == 'flush-core-old':
+        if not old:
+            command = next(t for t in argv if t in ('-E', '--flush-core'))
+            return verb, Reply(1, TRY_HELP,
+                               'Unrecognized command %s\n' % command)
+        return 'flush-core', None
+    return verb, None
 
 
 LOCKED = {'add-core': add_core, 'try-add': try_add,
@@ -427,11 +519,17 @@ def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
     try:
         verb, args = parse(argv)
         with state_mod.locked(state_dir) as state:
+            udev.loader_pass(state, activate_inactive)
+            verb, refused = _old_flush_syntax(state, verb, argv)
             fault = faults.take(state, verb)
             loaded = state['module_loaded']
             latency = state['latency_ms'] / 1000.0
-        if not loaded:
-            return verb, Reply(1, 'Is the kernel module loaded?\n',
+        if refused is not None:
+            return verb, refused
+        if not loaded and verb != 'version':
+            extra = 'Error getting caches list\n' if (
+                verb == 'list-caches') else ''
+            return verb, Reply(1, 'Is the kernel module loaded?\n' + extra,
                                'Device /dev/cas_ctrl not found\n')
         if fault is not None:
             code = faults.play(fault)

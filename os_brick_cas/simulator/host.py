@@ -117,6 +117,21 @@ class SimulatedHostControl(object):
     def set_udev_by_id(self, enabled: bool) -> None:
         self._update(udev_by_id=enabled)
 
+    def set_udev_loader(self, enabled: bool, lag: int = 0) -> None:
+        """Run Open CAS's udev loader (:mod:`.udev`).
+
+        Listed cores are try-added as soon as their by-id link appears, or
+        *lag* stand-in commands later.
+        """
+        self._update(udev_loader=enabled, udev_loader_lag=lag)
+
+    def set_version(self, release: Optional[str]) -> None:
+        """The Open CAS release ``casadm -V`` reports (None: 26.03.2).
+
+        Before v24.9 per-core flush is ``-E``; ``-F`` takes no ``-j``.
+        """
+        self._update(version=release)
+
     def set_latency(self, milliseconds: float) -> None:
         self._update(latency_ms=milliseconds)
 

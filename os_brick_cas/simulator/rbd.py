@@ -31,9 +31,11 @@ import time
 from typing import Any, Optional
 
 from os_brick_cas import rbd_names
+from os_brick_cas.simulator import casadm
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import state as state_mod
+from os_brick_cas.simulator import udev
 
 # options that take a value and are accepted (and ignored) like the real CLI
 _IGNORED_VALUE_OPTS = {'--id', '--user', '--mon_host', '-m', '--conf', '-c',
@@ -178,6 +180,7 @@ def map_image(state_dir: str, state: dict[str, Any], args: list[str],
     devices.symlink(state, '/dev/rbd/%s/%s' % (pool, image), node)
     if state['udev_by_id']:
         devices.symlink(state, udev_link(state, key), node)
+    udev.loader_pass(state, casadm.activate_inactive)
     return Reply(0, node + '\n', err)
 
 
@@ -200,13 +203,22 @@ def unmap(state_dir: str, state: dict[str, Any], args: list[str],
     else:
         raise Reply(22, '', 'rbd: %s: not a mapped image or snapshot\n'
                     % target)
+    node = mapping['device']
+    forced = 'force' in (opts.get('o', '') + ',' + opts.get('options', '')
+                         ).split(',')
+    holder = _holder(state, node)
+    if holder and not forced:
+        # krbd: the device is open (an Open CAS core, a guest) -> EBUSY
+        raise Reply(16, '', 'rbd: sysfs write failed\nrbd: unmap failed: '
+                            '(16) Device or resource busy\n')
     pool, image = mapping['image'].split('/', 1)
     del state['mappings'][number]
     remove_sysfs(state_dir, state, number)
     backend = _backend(state)
     if backend and mapping.get('loop'):
         backend.unmap_image(state_dir, pool, image, mapping['loop'])
-    node = mapping['device']
+    # forced: a core holding it stays Active on a dead device (its flushes
+    # and cleaning fail with I/O errors)
     state['devices'].pop(node, None)
     devices.remove(state, node)
     for link in ('/dev/rbd/%s/%s' % (pool, image),
@@ -215,6 +227,15 @@ def unmap(state_dir: str, state: dict[str, Any], args: list[str],
             if link.startswith('/dev/rbd/') or state['udev_by_id']:
                 devices.remove(state, link)
     return Reply(0)
+
+
+def _holder(state: dict[str, Any], node: str) -> bool:
+    """Whether *node* is open: an active core or a recorded opener."""
+    if node in state['open']:
+        return True
+    return any(core['status'] != 'Inactive' and core.get('resolved') == node
+               for cache in state['caches'].values()
+               for core in cache['cores'].values())
 
 
 def showmapped(state_dir: str, state: dict[str, Any], args: list[str],

@@ -39,6 +39,10 @@ def new_state(caches: dict[int, str]) -> dict[str, Any]:
         'latency_ms': 0,
         'flush_ms_per_block': 0,
         'udev_by_id': False,
+        # Open CAS's udev loader try-adds listed cores (simulator/udev.py)
+        'udev_loader': False,
+        # release casadm -V reports (None: casadm.VERSION)
+        'version': None,
         # first /dev/rbdN and core id - 1, so two simulated hosts in one
         # test never name the same /dev entry
         'device_offset': 0,

@@ -12,9 +12,21 @@
 
 """casadm as it really behaves (opencas-cli.md, "Third reading")."""
 
+import os
+import subprocess
+
+from os_brick_cas import casadm
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
+from os_brick_cas.simulator import casadm as sim_casadm
 from tests.functional import base
+
+HAND_LINK = '/dev/disk/by-id/rbd-a-handmade'
+
+
+def run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True,
+                          env=os.environ.copy())
 
 
 class DirtyCountDecidesTestCase(base.FunctionalTestCase):
@@ -100,3 +112,194 @@ class RemoveSecondFlushFailsTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(props, info)
         self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
         self.assert_clean_host()
+
+
+class UdevLoaderTestCase(base.FunctionalTestCase):
+    """open-cas-loader try-adds a listed core as soon as its link appears."""
+
+    def _dirty_inactive(self, name: str) -> tuple[dict, casadm.Core]:
+        image = self.image(name)
+        props = self.props(image, 'wb')
+        self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 48)
+        self.host.reboot()
+        [core] = self.cores()
+        self.assertEqual('Inactive', core.status)
+        return props, core
+
+    def _loader_won_try_add(self) -> None:
+        try_adds = [call for call in self.host.calls('casadm', 'try-add')]
+        self.assertEqual([1], [call['exit_code'] for call in try_adds])
+        self.assertEqual(1, len(self.host.state()['loader_added']))
+
+    def test_attach_reactivation_tolerates_the_loader(self):
+        props, old = self._dirty_inactive('volume-loader-attach')
+        self.host.set_udev_loader(True)
+
+        info = self.connector.connect_volume(props)
+
+        self._loader_won_try_add()
+        [core] = self.cores()
+        self.assertEqual(('Active', old.core_id, 48),
+                         (core.status, core.core_id, self.dirty(core)))
+        self.assertEqual(core.exported, info['path'])
+        self.connector.disconnect_volume(props, info)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()
+
+    def test_detach_remap_for_flush_tolerates_the_loader(self):
+        props, old = self._dirty_inactive('volume-loader-detach')
+        # the loader acts between the detach's -L and its own try-add
+        self.host.set_udev_loader(True, lag=3)
+
+        self.connector.disconnect_volume(props, None)
+
+        self._loader_won_try_add()
+        self.assertEqual(48, self.host.state()['flushed_blocks'])
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()
+
+
+class KrbdBusyTestCase(base.FunctionalTestCase):
+    """krbd refuses to unmap a device a core holds; force kills the core."""
+
+    def test_detach_refuses_an_unmap_a_core_blocks(self):
+        image = self.image('volume-held')
+        device = self._tool('rbd', 'map', image, '--pool',
+                            base.POOL).strip()
+        os.symlink(device, HAND_LINK)
+        self._tool('casadm', '-A', '-i', '1', '-d', HAND_LINK)
+        [core] = self.cores()
+
+        exc = self.assertRaises(exception.DeviceHeldByCore,
+                                self.connector.disconnect_volume,
+                                self.props(image, 'wt'), None)
+        self.assertIn('Open CAS core %d of cache instance 1' % core.core_id,
+                      str(exc))
+        self.assertIn('(16) Device or resource busy', str(exc))
+        self.assertEqual([device], [m['device'] for m in self.mappings()])
+        self.assertEqual(['Active'], [c.status for c in self.cores()])
+        self.assertFalse([c for c in self.host.calls('rbd', 'unmap')
+                          if 'force' in c['argv']])
+        self._tool('casadm', '-R', '-i', '1', '-j', str(core.core_id))
+        self._tool('rbd', 'unmap', device)
+
+    def test_force_unmap_leaves_an_active_core_that_cannot_flush(self):
+        image = self.image('volume-forced')
+        props = self.props(image, 'wb')
+        self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 32)
+        [mapping] = self.mappings()
+        busy = run('rbd', 'unmap', mapping['device'])
+        self.assertEqual((16, 'rbd: sysfs write failed\nrbd: unmap failed: '
+                              '(16) Device or resource busy\n'),
+                         (busy.returncode, busy.stderr))
+        self._tool('rbd', 'unmap', '-o', 'force', mapping['device'])
+        self.assertEqual([], self.mappings())
+        [core] = self.cores()
+        self.assertEqual('Active', core.status)
+        flush = run('casadm', '-F', '-i', '2', '-j', str(core.core_id))
+        self.assertEqual((1, 'Error while writing to core device\n'),
+                         (flush.returncode, flush.stderr))
+
+        self.assertRaises(exception.CasError,
+                          self.connector.disconnect_volume, props, None)
+        [core] = self.cores()
+        self.assertEqual(('Active', 32), (core.status, self.dirty(core)))
+        self.assertIn((2, core.core_id),
+                      opencas_conf.read(self.opencas_conf).cores)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+
+
+class IncompleteCacheFlushTestCase(base.FunctionalTestCase):
+    """-F/-T of an Incomplete cache are refused; a per-core -F is not."""
+
+    def test_whole_cache_refused_core_flush_and_detach_work(self):
+        attached = {}
+        for name in ('volume-inc-a', 'volume-inc-b'):
+            props = self.props(self.image(name), 'wb')
+            self.connector.connect_volume(props)
+            attached[name] = props
+        for core in self.cores():
+            self.host.set_dirty(core.cache_id, core.core_id, 16)
+        self.host.reboot()
+        info = self.connector.connect_volume(attached['volume-inc-a'])
+        self.assertEqual('Incomplete', self.cache_list()[1].status)
+
+        for argv, first in ((('-F', '-i', '2'), ''),
+                            (('-T', '-i', '2'),
+                             'Error while stopping cache 2\n')):
+            refused = run('casadm', *argv)
+            self.assertEqual((1, first + sim_casadm.INCOMPLETE),
+                             (refused.returncode, refused.stderr))
+        exc = self.assertRaises(exception.FlushFailed, casadm.Casadm().flush,
+                                2, None, 5)
+        self.assertIn('Incomplete', str(exc))
+        self.assertEqual(2, len(self.cores()))
+
+        # detach flushes its own core only: allowed on an Incomplete cache
+        self.connector.disconnect_volume(attached['volume-inc-a'], info)
+        [left] = self.cores()
+        self.assertEqual(('Inactive', 16), (left.status, self.dirty(left)))
+        self.assertEqual(16, self.host.state()['flushed_blocks'])
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+
+
+class OldReleaseTestCase(base.FunctionalTestCase):
+    """Before v24.9 per-core flush is -E and -F takes no -j."""
+
+    def test_detach_on_v22_6_refuses_and_keeps_the_data(self):
+        self.host.set_version('22.6.3.0724.release')
+        self.assertEqual('22.6.3.0724.release',
+                         casadm.Casadm().version()['CAS CLI Utility'])
+        props = self.props(self.image('volume-old'), 'wb')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 8)
+
+        exc = self.assertRaises(exception.FlushFailed,
+                                self.connector.disconnect_volume, props, info)
+        self.assertIn('older than os-brick-cas supports', str(exc))
+        self.assertEqual([('Active', 8)],
+                         [(c.status, self.dirty(c)) for c in self.cores()])
+        self.assertEqual(1, len(self.mappings()))
+
+        # v22.6's own per-core flush works; every wb detach still needs
+        # '-F -j' (it always flushes), so only an upgrade helps
+        self._tool('casadm', '-E', '-i', '2', '-j', str(core.core_id))
+        self.assertEqual(0, self.dirty(core))
+        self.assertRaises(exception.FlushFailed,
+                          self.connector.disconnect_volume, props, info)
+        self.host.set_version(None)         # upgraded: -E is gone
+        gone = run('casadm', '-E', '-i', '2', '-j', str(core.core_id))
+        self.assertEqual((1, 'Unrecognized command -E\n'),
+                         (gone.returncode, gone.stderr))
+        self.connector.disconnect_volume(props, info)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()
+
+
+class MessagesTestCase(base.FunctionalTestCase):
+    """casadm's own refusal texts map to typed errors."""
+
+    caches = {1: 'wt'}
+
+    def test_stats_remove_inactive_and_module(self):
+        props = self.props(self.image('volume-msg'), 'wt')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        cas = casadm.Casadm()
+        self.assertRaises(exception.CacheNotFound, cas.stats, 9)
+        self.assertRaises(exception.CoreNotFound, cas.stats, 1, 99)
+        exc = self.assertRaises(exception.CoreActive,
+                                cas.remove_inactive_core, core)
+        self.assertIn("Core is active. To manage the active core use "
+                      "'--remove-core' command.", str(exc))
+        self.connector.disconnect_volume(props, info)
+        self.host.set_module_loaded(False)
+        self.assertEqual('Not Loaded',
+                         cas.version()['CAS Cache Kernel Module'])
+        self.assertRaises(exception.CasModuleNotLoaded, cas.list_caches)
+        self.assertEqual(sim_casadm.VERSION, cas.version()['CAS CLI Utility'])

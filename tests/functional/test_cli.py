@@ -182,6 +182,15 @@ class DoctorTestCase(CliTestCase):
         self.assertTrue(fails[0].startswith('mode wo -> cache instance 3'),
                         fails)
 
+    def test_casadm_older_than_24_9_fails(self):
+        self.host.set_version('22.6.3.0724.release')
+        code, lines = self.doctor()
+        self.assertEqual(2, code)
+        [fail] = [line for line in lines if 'per-core flush' in line]
+        self.assertTrue(fail.startswith('FAIL casadm 22.6.3.0724.release is '
+                                        'older than Open CAS 24.9'), fail)
+        self.assertIn('Upgrade Open CAS to 24.9 or newer', fail)
+
     def test_kernel_newer_than_the_open_cas_line_fails(self):
         with mock.patch('platform.release', return_value='6.19.2-generic'):
             code, lines = self.doctor()

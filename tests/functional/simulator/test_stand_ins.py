@@ -13,8 +13,11 @@
 """The stand-in tools print what the real ones print."""
 
 import os
+import signal
 import subprocess
+import time
 
+from os_brick_cas.simulator import casadm as sim_casadm
 from os_brick_cas.simulator import fixture
 from tests.functional import base as functional_base
 from tests.unit.os_brick_cas import base as unit_base
@@ -82,14 +85,74 @@ class StandInTestCase(functional_base.FunctionalTestCase):
         self.assertEqual((1, 'Please use correct by-id path to the device '
                              '%s.\n' % device),
                          (result.returncode, result.stderr))
+        # options handling (validate_dev: plain printf) runs first
         result = run('casadm', '-A', '-i', '1', '-d', '/dev/disk/by-id/none')
-        self.assertEqual('Device /dev/disk/by-id/none not found.\n',
-                         result.stderr)
+        self.assertEqual((1, 'Failed to query device status.\n'
+                             + sim_casadm.TRY_HELP,
+                          'Error during options handling\n'),
+                         (result.returncode, result.stdout, result.stderr))
+        plain = os.path.join(self.tmp, 'not-a-device')
+        open(plain, 'w').close()
+        result = run('casadm', '-A', '-i', '1', '-d', plain)
+        self.assertEqual((1, 'Path does not describe a block device\n'
+                             + sim_casadm.TRY_HELP,
+                          'Error during options handling\n'),
+                         (result.returncode, result.stdout, result.stderr))
         self.host.set_module_loaded(False)
         result = run('casadm', '-L', '-o', 'csv')
-        self.assertEqual((1, 'Is the kernel module loaded?\n',
+        self.assertEqual((1, 'Is the kernel module loaded?\nError getting '
+                             'caches list\n',
                           'Device /dev/cas_ctrl not found\n'),
                          (result.returncode, result.stdout, result.stderr))
+        result = run('casadm', '-V', '-o', 'csv')
+        self.assertEqual((0, 'Name,Version\nCAS Cache Kernel Module,Not '
+                             'Loaded\nCAS CLI Utility,%s\n'
+                             % sim_casadm.VERSION, ''),
+                         (result.returncode, result.stdout, result.stderr))
+
+    def test_messages_streams_and_exit_codes(self):
+        link = self.mapped_link('m')
+        run('casadm', '-A', '-i', '1', '-d', link)
+        adding = 'Error while adding core device to cache instance 2\n'
+        result = run('casadm', '-A', '-i', '2', '-d', link)
+        self.assertEqual((1, '', adding + "Core device '%s' is already "
+                                          "cached.\n" % link),
+                         (result.returncode, result.stdout, result.stderr))
+        other = self.mapped_link('n')
+        self.host.set_open(os.path.realpath(other))
+        result = run('casadm', '-A', '-i', '2', '-d', other)
+        self.assertEqual(adding + "Failed to open '%s' device exclusively. "
+                                  "Please close all applications accessing "
+                                  "it or unmount the device.\n" % other,
+                         result.stderr)
+        for argv, err in (
+                (('-P', '-i', '9', '-o', 'csv'), 'Cache Id 9 not running\n'),
+                (('-P', '-i', '1', '-j', '9', '-o', 'csv'),
+                 'No such core device in cache.\n'),
+                (('--remove-inactive', '-i', '1', '-j', '1'),
+                 "Core is active. To manage the active core use "
+                 "'--remove-core' command.\n")):
+            result = run('casadm', *argv)
+            self.assertEqual((1, '', err), (result.returncode, result.stdout,
+                                            result.stderr), argv)
+        # a flush error prints its cause only; interrupted: the warning
+        self.host.set_dirty(1, 1, 40)
+        self.host.set_flush_speed(100)
+        flush = subprocess.Popen(['casadm', '-F', '-i', '1', '-j', '1'],
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 env=os.environ.copy())
+        time.sleep(1)
+        flush.send_signal(signal.SIGINT)
+        out, err = flush.communicate(timeout=30)
+        self.assertEqual((2, '', sim_casadm.DIRTY_FLUSHING_WARNING),
+                         (flush.returncode, out, err))
+        self.assertIn('CAS continues to operate\nnormally', err)
+        self.host.set_flush_speed(0)
+        self.host.reboot()
+        result = run('casadm', '-F', '-i', '1', '-j', '1')
+        self.assertEqual((1, 'Core device is in inactive state\n'),
+                         (result.returncode, result.stderr))
 
     def test_remove_flushes_but_force_drops_dirty_data(self):
         link = self.mapped_link('f')

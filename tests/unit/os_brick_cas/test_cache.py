@@ -94,6 +94,46 @@ class VolumeCacheTestCase(base.TestCase):
                            '--core-device', LINK]],
                          self.fake.argv_of('--try-add'))
 
+    def _loader_wins(self) -> None:
+        """The udev loader re-adds core 2/7 between our -L and try-add."""
+        self.host('core,2,7,%s,Inactive,-,-' % LINK)
+
+        def try_add(argv):
+            self.host('core,2,7,%s,Active,-,/dev/cas2-7' % LINK)
+            return (1, '', 'Error while adding core device to cache '
+                           'instance 2\nDevice already added as a core\n')
+        self.fake.reply('--try-add', try_add)
+
+    def test_reactivation_goes_on_with_the_loaders_core(self):
+        self._loader_wins()
+        cached = self.cache.attach(LINK, WB, 'vol')
+        self.assertEqual('/dev/cas2-7', cached.path)
+        self.assertEqual(1, len(self.fake.argv_of('--try-add')))
+
+    def test_loaders_core_still_needs_the_identity_check(self):
+        self._loader_wins()
+        verify = self.useFixture(fixtures.MockPatch(
+            'os_brick_cas.identity.verify_link')).mock
+        mismatch = exception.ImageIdentityMismatch(
+            action='x', path=LINK, expected='volumes/volume-1',
+            reason='/dev/rbd3 is RBD image volumes/other')
+        # ours before the try-add passes; the one after the loader fails
+        verify.side_effect = [None, mismatch]
+        self.assertRaises(exception.ImageIdentityMismatch, self.cache.attach,
+                          LINK, WB, 'vol')
+        self.assertEqual(2, verify.call_count)
+        self.assertIn('Open CAS udev loader', verify.call_args[0][1])
+
+    def test_another_core_active_under_the_link_is_not_taken(self):
+        self.host('core,2,7,%s,Inactive,-,-' % LINK)
+
+        def try_add(argv):
+            self.host('core,2,8,%s,Active,-,/dev/cas2-8' % LINK)
+            return (1, '', 'Device already added as a core\n')
+        self.fake.reply('--try-add', try_add)
+        self.assertRaises(exception.CoreAlreadyCached, self.cache.attach,
+                          LINK, WB, 'vol')
+
     def test_write_back_needs_persistent_instance(self):
         with open(self.opencas_conf, 'w') as conf_file:
             conf_file.write('[caches]\n1\t/dev/disk/by-id/nvme-p1\tWT\n')
@@ -175,6 +215,20 @@ class VolumeCacheTestCase(base.TestCase):
         self.assertEqual([['--remove-inactive', '--cache-id', '2',
                            '--core-id', '7']],
                          self.fake.argv_of('--remove-inactive'))
+
+    def test_clean_core_the_loader_reactivated_is_removed_active(self):
+        self.host('core,2,7,%s,Inactive,-,-' % LINK)
+        self.fake.reply('--stats', stats(0))
+
+        def remove_inactive(argv):
+            self.host('core,2,7,%s,Active,-,/dev/cas2-7' % LINK)
+            return (1, '', "Core is active. To manage the active core use "
+                           "'--remove-core' command.\n")
+        self.fake.reply('--remove-inactive', remove_inactive)
+        self.fake.reply('--flush-cache', (0, '', ''))
+        self.fake.reply('--remove-core', (0, '', ''))
+        self.assertTrue(self.cache.detach(LINK, 'vol'))
+        self.assertEqual(1, len(self.fake.argv_of('--remove-core')))
 
     def test_detach_of_gone_volume_succeeds_and_drops_stale_row(self):
         self.host()

@@ -137,6 +137,32 @@ class CasadmCallsTestCase(base.TestCase):
                                 '/dev/disk/by-id/rbd-volumes-v1')
         self.assertNotIn('%(', str(exc))
 
+    @ddt.data(
+        ('Cache Id 9 not running\n', exception.CacheNotFound),
+        ('No such core device in cache.\n', exception.CoreNotFound),
+        ("Core is active. To manage the active core use '--remove-core' "
+         "command.\n", exception.CoreActive),
+    )
+    @ddt.unpack
+    def test_casadm_own_refusals(self, stderr, error):
+        self.fake.reply('--stats', (1, '', stderr))
+        exc = self.assertRaises(error, self.casadm.stats, 9, 3)
+        self.assertNotIn('%(', str(exc))
+
+    @ddt.data(
+        ('Cache is in incomplete state - at least one core is inactive\n',
+         'Incomplete'),
+        ('Unrecognized option --core-id\n', 'older than os-brick-cas'),
+    )
+    @ddt.unpack
+    def test_flush_refusals_are_flush_failed(self, stderr, reason):
+        self.fake.reply('--flush-cache', (1, "Try `casadm --help | -H' for "
+                                             "more information.\n", stderr))
+        exc = self.assertRaises(exception.FlushFailed, self.casadm.flush,
+                                2, None, 5)
+        self.assertIn(reason, str(exc))
+        self.assertNotIn('%(', str(exc))
+
     def test_casadm_missing(self):
         self.useFixture(fixtures.MockPatch(
             'os_brick_cas.privileged.casadm.shutil.which', return_value=None))

@@ -46,3 +46,17 @@ class CheckKernelTestCase(testtools.TestCase):
         self.assertFalse(releases.check_kernel('5.10', '21.3.0')[0])
         self.assertIn('unrecognised version',
                       releases.check_kernel('5.10', '?')[1])
+
+
+class CheckCliTestCase(testtools.TestCase):
+
+    def test_per_core_flush_syntax_decides(self):
+        for version in ('24.09.0.0900.release', '26.03.2.1032.release',
+                        '26.09.0.1100.release'):
+            self.assertTrue(releases.check_cli(version)[0], version)
+        for version in ('22.06.3.0724.release', '22.6.3', '21.3.0'):
+            supported, message = releases.check_cli(version)
+            self.assertFalse(supported, version)
+            self.assertIn('its per-core flush is -E', message)
+            self.assertIn('Upgrade Open CAS to 24.9 or newer', message)
+        self.assertFalse(releases.check_cli('Not Loaded')[0])
