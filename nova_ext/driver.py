@@ -29,10 +29,12 @@ any of them.
 import inspect
 
 from nova import exception
+from nova import objects
 from nova.virt import driver as virt_driver
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_serialization import jsonutils
 
 from nova_ext import opts
 from nova_ext import volume as cached_volume
@@ -52,6 +54,9 @@ OVERRIDDEN = {
                                       'block_device_info'],
     'update_provider_tree': ['self', 'provider_tree', 'nodename',
                              'allocations'],
+    'check_can_live_migrate_destination': [
+        'self', 'context', 'instance', 'src_compute_info',
+        'dst_compute_info', 'block_migration', 'disk_over_commit'],
 }
 
 
@@ -126,6 +131,63 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                         'detached.' % (volume.volume_id, volume.mode.value)))
         return super().check_can_live_migrate_source(
             context, instance, dest_check_data, block_device_info)
+
+    def check_can_live_migrate_destination(self, context, instance,
+                                           src_compute_info, dst_compute_info,
+                                           block_migration=False,
+                                           disk_over_commit=False):
+        if CONF[opts.GROUP].enabled:
+            self._refuse_cache_disagreement(context, instance)
+        return super().check_can_live_migrate_destination(
+            context, instance, src_compute_info, dst_compute_info,
+            block_migration, disk_over_commit)
+
+    def _refuse_cache_disagreement(self, context, instance) -> None:
+        """Refuse unless this host caches each volume as the source does.
+
+        Cached means a block disk, uncached a librbd network disk; nova
+        rewrites a migrating volume's source, never its disk type, so
+        a mismatch gives destination XML libvirt rejects.
+        """
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+            context, instance.uuid)
+        for bdm in bdms:
+            if not bdm.is_volume or not bdm.connection_info:
+                continue
+            info = jsonutils.loads(bdm.connection_info)
+            volume = cached_rbd(info)
+            if volume is None:
+                continue
+            on_source = (cached_volume.LibvirtCachedRBDVolumeDriver
+                         .cached_path(info) is not None)
+            here, why = self._would_cache(volume)
+            if on_source != here:
+                raise exception.MigrationPreCheckError(reason=(
+                    'volume %s is %s on the source host but would be %s on '
+                    'this host (%s); both must agree, because nova keeps '
+                    'the disk type when it moves a volume. Migrate to a '
+                    'host that %s, or detach the volume first.' % (
+                        volume.volume_id,
+                        'cached (Open CAS block disk)' if on_source
+                        else 'attached uncached (librbd)',
+                        'cached' if here else 'attached uncached',
+                        why, 'caches mode %s' % volume.mode.value
+                        if on_source else 'does not cache it')))
+
+    @staticmethod
+    def _would_cache(volume: cas_volume.RBDVolume) -> tuple[bool, str]:
+        """Whether an attach here would cache *volume*, and why."""
+        volume_cache = cas_cache.VolumeCache()
+        try:
+            placement = volume_cache.policy.place(
+                volume.mode, volume_cache.list_caches())
+        except cas_exception.CasError as exc:
+            return False, str(exc)
+        if not placement.cached:
+            return False, 'no usable instance for mode %s' % (
+                volume.mode.value)
+        return True, 'instance %d serves mode %s' % (
+            placement.cache_id, placement.mode.value)
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
         super().update_provider_tree(provider_tree, nodename, allocations)

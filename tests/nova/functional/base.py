@@ -290,6 +290,15 @@ class CachedVolumeTestBase(base.ServersTestBase):
                     return _original(*args, **kwargs)
 
             setattr(volume_driver, name, on_own_host)
+        # host checks of the virt driver itself run on that machine too
+        driver = self.computes[compute].driver
+        original = driver.check_can_live_migrate_destination
+
+        def destination_check(*args, _original=original, **kwargs):
+            with self.on_host(compute):
+                return _original(*args, **kwargs)
+
+        driver.check_can_live_migrate_destination = destination_check
 
     @staticmethod
     def by_id_links() -> list[str]:

@@ -18,6 +18,8 @@ nova's real compute manager drives both.
 
 import contextlib
 import io
+import os
+import subprocess
 import uuid
 
 import fixtures
@@ -62,8 +64,11 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.useFixture(self._migrate_fixture())
 
     def _migrate_fixture(self):
+        self.destination_xml: list[str] = []
+
         def migrate(domain, destination, params, flags):
             xml = params['destination_xml']
+            self.destination_xml.append(xml)
             self.computes['compute2'].driver._host.get_connection(
             ).createXML(xml, 0)
             uuid_ = etree.fromstring(xml).find('./uuid').text
@@ -81,6 +86,9 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         server = self._live_migrate(self.server, host='compute2',
                                     api=self.admin_api)
         self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
+        # what nova handed libvirt for the destination is a valid domain
+        [xml] = self.destination_xml
+        self.assert_valid_domain_xml(xml)
         # the destination built its own cache entry and the guest XML
         # libvirt received points at it
         [dest_core] = self.cores('compute2')
@@ -108,6 +116,39 @@ class LiveMigrationTestCase(TwoComputesTestBase):
 
         self.detach(server, WT_VOL)
         self.assertEqual([], self.cores('compute2'))
+        self.assertEqual([], self.mappings('compute2'))
+
+    def assert_valid_domain_xml(self, xml: str) -> None:
+        """libvirt's own schema check (virt-xml-validate, libvirt-clients)."""
+        path = os.path.join(self.tmp, 'domain.xml')
+        with open(path, 'w') as xml_file:
+            xml_file.write(xml)
+        result = subprocess.run(['virt-xml-validate', path, 'domain'],
+                                capture_output=True, text=True)
+        self.assertEqual(0, result.returncode, result.stderr + xml)
+
+    def test_cached_source_and_uncached_destination_must_agree(self):
+        """Issue 13 (e): nova keeps the disk type; a mismatch is refused."""
+        self._attach_volume(self.server, WT_VOL)
+        [source_core] = self.cores('compute1')
+        # compute2 cannot cache (no module) and would attach via librbd
+        self.hosts['compute2'].set_module_loaded(False)
+        self.flags(no_cache_action='librbd', group='os_brick_cas_nova')
+        # cast-as-call in the fixtures: the refused pre-check surfaces at
+        # the API; in a cloud it is the migration's error
+        exc = self.assertRaises(
+            client.OpenStackApiException, self.admin_api.post_server_action,
+            self.server['id'], {'os-migrateLive': {
+                'host': 'compute2', 'block_migration': 'auto'}})
+        self.assertIn('NoValidHost', str(exc))   # the forced host refused
+        self.assertIn('is cached (Open CAS block disk) on the source host '
+                      'but would be attached uncached on this host',
+                      self.stdlog.logger.output)
+        server = self._wait_for_state_change(self.server, 'ACTIVE')
+        self.assertEqual('compute1', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual([], self.destination_xml)
+        [still] = self.cores('compute1')
+        self.assertEqual(source_core, still)
         self.assertEqual([], self.mappings('compute2'))
 
     def test_write_back_volume_is_refused_and_stays(self):
