@@ -22,6 +22,7 @@ with the number of dirty lines lost.
 
 import collections
 import json
+import math
 import os
 import uuid
 
@@ -48,7 +49,10 @@ class CoreInactive(Exception):
 
 class IoClass(collections.namedtuple(
         'IoClass', 'id name priority allocation')):
-    """One IO-class row; ``name`` is the rule (``core_id:eq:N[&done]``)."""
+    """One IO-class row; ``name`` is the rule (``core_id:eq:N[&done]``).
+
+    ``priority`` is 0-255 or None (pinned); ``allocation`` 0-1.
+    """
 
     def matches(self, core_id: int) -> tuple:
         """Return (matches, done) for a request of ``core_id``."""
@@ -73,12 +77,16 @@ class Stats(object):
     """Request counters, as casadm -P reports them."""
 
     FIELDS = ('read_hits', 'read_partial_misses', 'read_full_misses',
-              'write_hits', 'write_misses', 'pass_through_reads',
-              'pass_through_writes')
+              'write_hits', 'write_partial_misses', 'write_full_misses',
+              'pass_through_reads', 'pass_through_writes')
 
     def __init__(self):
         for field in self.FIELDS:
             setattr(self, field, 0)
+
+    @property
+    def write_misses(self) -> int:
+        return self.write_partial_misses + self.write_full_misses
 
     def as_dict(self) -> dict:
         return {f: getattr(self, f) for f in self.FIELDS}
@@ -98,7 +106,8 @@ class CacheEngine(object):
         # (core_id, core_line) -> [slot, dirty, io_class]; order = LRU
         self.map = collections.OrderedDict()
         self.cores = {}        # core_id -> fd of the core device
-        self.stats = Stats()
+        self.stats = Stats()   # whole instance; per core in core_stats
+        self.core_stats = collections.defaultdict(Stats)
         self.identity = None
         self._fd = None
 
@@ -122,15 +131,26 @@ class CacheEngine(object):
         engine.io_classes = [IoClass(*c) for c in meta['io_classes']]
         for core_id, core_line, slot, dirty, klass in meta['map']:
             engine.map[(core_id, core_line)] = [slot, dirty, klass]
+        engine.verify()
+        engine._open()
+        return engine
+
+    @staticmethod
+    def read_meta(cache_path: str) -> dict:
+        """The metadata as last saved (lines, mode, io_classes, map)."""
+        with open(cache_path + '.meta') as f:
+            return json.load(f)
+
+    def verify(self) -> None:
+        """Raise CacheDeviceLost unless the cache file is this cache's."""
+        cache_path = self.cache_path
         try:
             with open(cache_path, 'rb') as f:
                 head = f.read(len(_MAGIC) + 33)
         except FileNotFoundError:
             head = b''
-        if head != _MAGIC + engine.identity.encode() + b'\n':
-            raise CacheDeviceLost(cache_path, engine.dirty_lines())
-        engine._open()
-        return engine
+        if head != _MAGIC + self.identity.encode() + b'\n':
+            raise CacheDeviceLost(cache_path, self.dirty_lines())
 
     def _open(self) -> None:
         self._fd = os.open(self.cache_path, os.O_RDWR)
@@ -160,7 +180,31 @@ class CacheEngine(object):
 
     def attach_core(self, core_id: int, core_path: str) -> None:
         """Add or try-add a core; its kept lines become reachable again."""
+        if core_id in self.cores:
+            raise ValueError('core %d is already attached' % core_id)
         self.cores[core_id] = os.open(core_path, os.O_RDWR | os.O_DSYNC)
+
+    def detach_core(self, core_id: int) -> None:
+        """Close the core without cleaning: it turns Inactive, lines kept."""
+        os.close(self.cores.pop(core_id))
+        self.save()
+
+    def drop_core(self, core_id: int) -> int:
+        """Discard every line of the core (forced removal); dirty dropped."""
+        dirty = self.dirty_lines(core_id)
+        for key in [k for k in self.map if k[0] == core_id]:
+            del self.map[key]
+        fd = self.cores.pop(core_id, None)
+        if fd is not None:
+            os.close(fd)
+        self.save()
+        return dirty
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError('cache mode must be one of %s' % (MODES,))
+        self.mode = mode
+        self.save()
 
     def remove_core(self, core_id: int) -> None:
         """Clean the core's dirty lines, drop its lines, close it."""
@@ -174,6 +218,11 @@ class CacheEngine(object):
         self.save()
 
     # -- counters ---------------------------------------------------------
+    def _count(self, core_id: int, field: str) -> None:
+        setattr(self.stats, field, getattr(self.stats, field) + 1)
+        per_core = self.core_stats[core_id]
+        setattr(per_core, field, getattr(per_core, field) + 1)
+
     def occupancy(self, core_id: int = None) -> int:
         return sum(1 for k in self.map if core_id in (None, k[0]))
 
@@ -236,8 +285,13 @@ class CacheEngine(object):
             os.pwrite(self._core_fd(key[0]), data, key[1] * LINE)
             entry[1] = False
 
+    def class_cap(self, klass: IoClass) -> int:
+        """Lines the class may hold: ceil(share x cache lines)."""
+        return max(1, math.ceil(round(klass.allocation * 100) *
+                                self.lines / 100))
+
     def _free_slot(self, klass: IoClass) -> int:
-        cap = max(1, int(round(klass.allocation * self.lines)))
+        cap = self.class_cap(klass)
         in_class = [k for k, v in self.map.items() if v[2] == klass.id]
         victims = None
         if len(in_class) >= cap:
@@ -266,13 +320,13 @@ class CacheEngine(object):
         hits = sum(1 for k in keys if k in self.map)
         bypass = self.mode == 'pt' or klass.allocation == 0
         if bypass:
-            self.stats.pass_through_reads += 1
+            self._count(core_id, 'pass_through_reads')
         elif hits == len(keys):
-            self.stats.read_hits += 1
+            self._count(core_id, 'read_hits')
         elif hits:
-            self.stats.read_partial_misses += 1
+            self._count(core_id, 'read_partial_misses')
         else:
-            self.stats.read_full_misses += 1
+            self._count(core_id, 'read_full_misses')
         out = []
         for key in keys:
             if key in self.map:
@@ -299,12 +353,15 @@ class CacheEngine(object):
         end = offset + len(data)
         first, last = offset // LINE, (end - 1) // LINE
         keys = [(core_id, n) for n in range(first, last + 1)]
+        hits = sum(1 for k in keys if k in self.map)
         if bypass:
-            self.stats.pass_through_writes += 1
-        elif all(k in self.map for k in keys):
-            self.stats.write_hits += 1
+            self._count(core_id, 'pass_through_writes')
+        elif hits == len(keys):
+            self._count(core_id, 'write_hits')
+        elif hits:
+            self._count(core_id, 'write_partial_misses')
         else:
-            self.stats.write_misses += 1
+            self._count(core_id, 'write_full_misses')
         core = self._core_fd(core_id)
         for key in keys:
             base = key[1] * LINE
@@ -318,7 +375,9 @@ class CacheEngine(object):
                     del self.map[key]
                 os.pwrite(core, piece, lo)
                 continue
-            if hit:
+            if hi - lo == LINE:
+                line = bytearray(LINE)
+            elif hit:
                 line = bytearray(self._read_slot(self.map[key][0]))
             else:
                 line = bytearray(self._read_core_line(*key))
