@@ -110,6 +110,7 @@ class CacheEngine(object):
         self.core_stats = collections.defaultdict(Stats)
         self.identity = None
         self._fd = None
+        self._reused = False
 
     # -- lifecycle -------------------------------------------------------
     def create(self) -> None:
@@ -299,6 +300,7 @@ class CacheEngine(object):
         elif len(self.map) >= self.lines:
             victims = list(self.map)
         if victims:
+            self._reused = True
             victim = victims[0]
             self._clean(victim)
             os.fsync(self._core_fd(victim[0]))
@@ -328,9 +330,11 @@ class CacheEngine(object):
         else:
             self._count(core_id, 'read_full_misses')
         out = []
+        self._reused = False
         for key in keys:
             if key in self.map:
                 if bypass:
+                    self._reused = True
                     self._clean(key)
                     del self.map[key]
                     out.append(self._read_core_line(*key))
@@ -342,7 +346,11 @@ class CacheEngine(object):
             if not bypass and self.mode != 'wo':
                 self._insert(key, data, False, klass)
             out.append(data)
-        self.save()
+        if self._reused:
+            # a slot changed hands: the saved map must not point at it
+            self.save()
+        # otherwise a read added only clean lines and LRU order, which a
+        # crash may lose safely; the next write, flush or stop saves them
         skip = offset - first * LINE
         return b''.join(out)[skip:skip + length]
 

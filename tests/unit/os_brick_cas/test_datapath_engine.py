@@ -107,6 +107,18 @@ class EngineTestCase(_Base):
         self.assertEqual(2, engine.occupancy())
         self.assertEqual(b'C' * LINE, engine.read(1, 2 * LINE, LINE))
 
+    def test_crash_after_read_eviction_keeps_dirty_data_right(self):
+        engine = self.start('wb', lines=2)
+        engine.write(1, 0, b'A' * LINE)
+        engine.write(1, LINE, b'B' * LINE)
+        engine.read(1, 2 * LINE, LINE)      # evicts (cleans) line 0
+        engine.close()                       # crash: no final save
+        again = eng.CacheEngine.load(self.ssd)
+        self.addCleanup(again.close)
+        again.attach_core(1, self.core)
+        again.flush()
+        self.assertEqual(b'A' * LINE + b'B' * LINE, self.on_core(0, 2 * LINE))
+
     def test_remove_core_cleans(self):
         engine = self.start('wb')
         engine.write(1, 0, b'G' * LINE)
