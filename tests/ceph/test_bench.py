@@ -16,7 +16,8 @@ Runs the seed-style table for a few seconds on the raw mapped RBD device
 and on the /dev/casX-Y of the same volume. The table is written to
 ``CEPH_BENCH_OUTPUT`` (default .ceph-bench.txt) so the CI log can show it:
 it is loopback memstore Ceph through rbd-fuse + loop on the CI machine,
-with a pass-through Open CAS stand-in -- not a hardware figure.
+with the userspace data-true Open CAS stand-in (FUSE + loop, metadata
+synced on every write) -- not a hardware figure.
 """
 
 import contextlib
@@ -28,7 +29,8 @@ from os_brick_cas.cmd import main as cli
 from tests.ceph import base
 
 WHERE = ('loopback memstore Ceph via rbd-fuse + loop on this CI machine; '
-         'Open CAS is the pass-through stand-in -- NOT a hardware figure')
+         'Open CAS is the userspace stand-in over loopback Ceph -- NOT a '
+         'hardware figure')
 
 
 class BenchOnRealRbdTestCase(base.CephTestCase):
