@@ -243,16 +243,19 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
         if core['status'] == 'Inactive':
             raise Reply(1, '', '%s\nCore device is in inactive state\n'
                         % operation)
-        if datatrue.enabled(state):
-            try:
-                cleaned = datatrue.flush(state_dir, cache_id, core_id)
-            except datatrue.StandInError:
-                # casadm prints only the cause of a failed flush
-                raise Reply(1, '', 'Error while writing to core device\n')
+        data_true = datatrue.enabled(state)
+        delay = core['dirty'] * state['flush_ms_per_block'] / 1000.0
+    if data_true:
+        # outside the state lock, as a real flush does not stop -L or -P
+        try:
+            cleaned = datatrue.flush(state_dir, cache_id, core_id)
+        except datatrue.StandInError:
+            # casadm prints only the cause of a failed flush
+            raise Reply(1, '', 'Error while writing to core device\n')
+        with state_mod.locked(state_dir) as state:
             state['flushed_blocks'] = state.get('flushed_blocks', 0) + \
                 cleaned
-            return
-        delay = core['dirty'] * state['flush_ms_per_block'] / 1000.0
+        return
     if delay:
         signal.signal(signal.SIGINT, _interrupt_flush)
         signal.signal(signal.SIGTERM, _interrupt_flush)
