@@ -15,9 +15,11 @@
 Bytes really sit in a cache file (the stand-in's "SSD") until they are
 cleaned to the core, so a skipped flush loses or hides data and a test can
 see it. Metadata (line map, dirty bits, IO classes, mode) lives in a sidecar
-JSON file stamped with the cache file's identity: a destroyed or replaced
-cache file is detected on load and reported as :class:`CacheDeviceLost`
-with the number of dirty lines lost.
+JSON snapshot stamped with the cache file's identity, plus a journal of
+line-map changes appended (and synced) after each write, so a write costs
+one small append instead of a snapshot. A destroyed or replaced cache file
+is detected on load and reported as :class:`CacheDeviceLost` with the
+number of dirty lines lost.
 """
 
 import collections
@@ -109,7 +111,11 @@ class CacheEngine(object):
         self.stats = Stats()   # whole instance; per core in core_stats
         self.core_stats = collections.defaultdict(Stats)
         self.identity = None
+        self.generation = 0
         self._fd = None
+        self._journal = None
+        self._journal_rows = 0
+        self._changed = set()
         self._reused = False
 
     # -- lifecycle -------------------------------------------------------
@@ -125,10 +131,10 @@ class CacheEngine(object):
     @classmethod
     def load(cls, cache_path: str) -> 'CacheEngine':
         """Load after a (simulated) reboot; cores come back Inactive."""
-        with open(cache_path + '.meta') as f:
-            meta = json.load(f)
+        meta = cls.read_meta(cache_path)
         engine = cls(cache_path, meta['lines'], meta['mode'])
         engine.identity = meta['identity']
+        engine.generation = meta['generation']
         engine.io_classes = [IoClass(*c) for c in meta['io_classes']]
         for core_id, core_line, slot, dirty, klass in meta['map']:
             engine.map[(core_id, core_line)] = [slot, dirty, klass]
@@ -138,9 +144,31 @@ class CacheEngine(object):
 
     @staticmethod
     def read_meta(cache_path: str) -> dict:
-        """The metadata as last saved (lines, mode, io_classes, map)."""
+        """The metadata as last committed: snapshot + its journal."""
         with open(cache_path + '.meta') as f:
-            return json.load(f)
+            meta = json.load(f)
+        meta.setdefault('generation', 0)
+        lines = collections.OrderedDict(
+            ((c, n), [s, d, k]) for c, n, s, d, k in meta['map'])
+        try:
+            with open(cache_path + '.journal') as journal:
+                rows = journal.read().split('\n')
+        except FileNotFoundError:
+            rows = []
+        # a journal of another generation predates the snapshot; the last
+        # row may be torn by a crash (it was never acknowledged)
+        if rows and rows[0] == json.dumps({'generation': meta['generation']}):
+            for row in rows[1:]:
+                try:
+                    change = json.loads(row)
+                except ValueError:
+                    break
+                if len(change) == 2:
+                    lines.pop(tuple(change), None)
+                else:
+                    lines[tuple(change[:2])] = change[2:]
+        meta['map'] = [[c, n, s, d, k] for (c, n), (s, d, k) in lines.items()]
+        return meta
 
     def verify(self) -> None:
         """Raise CacheDeviceLost unless the cache file is this cache's."""
@@ -157,9 +185,11 @@ class CacheEngine(object):
         self._fd = os.open(self.cache_path, os.O_RDWR)
 
     def save(self) -> None:
-        """Persist metadata atomically (what survives a reboot)."""
+        """Persist a metadata snapshot atomically; start a new journal."""
+        self.generation += 1
         meta = {'identity': self.identity, 'lines': self.lines,
                 'mode': self.mode, 'io_classes': self.io_classes,
+                'generation': self.generation,
                 'map': [[c, n, s, d, k]
                         for (c, n), (s, d, k) in self.map.items()]}
         tmp = self.meta_path + '.tmp'
@@ -169,6 +199,35 @@ class CacheEngine(object):
             os.fsync(f.fileno())
         os.fsync(self._fd)
         os.replace(tmp, self.meta_path)
+        if self._journal is not None:
+            os.close(self._journal)
+        self._journal = os.open(self.cache_path + '.journal',
+                                os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
+                                os.O_APPEND, 0o600)
+        os.write(self._journal, json.dumps(
+            {'generation': self.generation}).encode())
+        os.fsync(self._journal)
+        self._journal_rows = 0
+        self._changed.clear()
+
+    def commit(self) -> None:
+        """Make the line-map changes durable (after their data)."""
+        if not self._changed:
+            return
+        if self._journal is None or self._journal_rows > 4 * self.lines:
+            self.save()
+            return
+        rows = []
+        for key in self._changed:
+            entry = self.map.get(key)
+            rows.append(list(key) + entry if entry is not None
+                        else list(key))
+        os.fsync(self._fd)
+        os.write(self._journal, b''.join(
+            b'\n' + json.dumps(row).encode() for row in rows))
+        os.fsync(self._journal)
+        self._journal_rows += len(rows)
+        self._changed.clear()
 
     def close(self) -> None:
         """Stop without flushing (dirty lines stay in the cache file)."""
@@ -178,6 +237,9 @@ class CacheEngine(object):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._journal is not None:
+            os.close(self._journal)
+            self._journal = None
 
     def attach_core(self, core_id: int, core_path: str) -> None:
         """Add or try-add a core; its kept lines become reachable again."""
@@ -285,6 +347,7 @@ class CacheEngine(object):
             data = self._read_slot(entry[0])
             os.pwrite(self._core_fd(key[0]), data, key[1] * LINE)
             entry[1] = False
+            self._changed.add(key)
 
     def class_cap(self, klass: IoClass) -> int:
         """Lines the class may hold: ceil(share x cache lines)."""
@@ -304,7 +367,11 @@ class CacheEngine(object):
             victim = victims[0]
             self._clean(victim)
             os.fsync(self._core_fd(victim[0]))
-            return self.map.pop(victim)[0]
+            self._changed.add(victim)
+            slot = self.map.pop(victim)[0]
+            # the victim's removal is durable before its slot is rewritten
+            self.commit()
+            return slot
         used = {v[0] for v in self.map.values()}
         return min(set(range(self.lines)) - used)
 
@@ -313,6 +380,7 @@ class CacheEngine(object):
         slot = self._free_slot(klass)
         self._write_slot(slot, data)
         self.map[key] = [slot, dirty, klass.id]
+        self._changed.add(key)
 
     def read(self, core_id: int, offset: int, length: int) -> bytes:
         """Read through the cache, promoting misses as the mode says."""
@@ -337,6 +405,7 @@ class CacheEngine(object):
                     self._reused = True
                     self._clean(key)
                     del self.map[key]
+                    self._changed.add(key)
                     out.append(self._read_core_line(*key))
                     continue
                 self.map.move_to_end(key)
@@ -347,8 +416,8 @@ class CacheEngine(object):
                 self._insert(key, data, False, klass)
             out.append(data)
         if self._reused:
-            # a slot changed hands: the saved map must not point at it
-            self.save()
+            # lines left the map: commit before their slots are reused
+            self.commit()
         # otherwise a read added only clean lines and LRU order, which a
         # crash may lose safely; the next write, flush or stop saves them
         skip = offset - first * LINE
@@ -381,6 +450,7 @@ class CacheEngine(object):
                 if hit:
                     self._clean(key)
                     del self.map[key]
+                    self._changed.add(key)
                 os.pwrite(core, piece, lo)
                 continue
             if hi - lo == LINE:
@@ -394,6 +464,7 @@ class CacheEngine(object):
                 if hit:
                     self._write_slot(self.map[key][0], bytes(line))
                     self.map[key][1] = True
+                    self._changed.add(key)
                     self.map.move_to_end(key)
                 else:
                     self._insert(key, bytes(line), True, klass)
@@ -404,7 +475,7 @@ class CacheEngine(object):
                 self.map.move_to_end(key)
             elif self.mode == 'wt':
                 self._insert(key, bytes(line), False, klass)
-        self.save()
+        self.commit()
 
     def flush(self, core_id: int = None) -> int:
         """Clean every dirty line (of one core); returns lines cleaned."""
@@ -414,5 +485,5 @@ class CacheEngine(object):
             self._clean(key)
         for cid in {k[0] for k in keys}:
             os.fsync(self._core_fd(cid))
-        self.save()
+        self.commit()
         return len(keys)

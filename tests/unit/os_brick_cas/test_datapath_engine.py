@@ -119,6 +119,16 @@ class EngineTestCase(_Base):
         again.flush()
         self.assertEqual(b'A' * LINE + b'B' * LINE, self.on_core(0, 2 * LINE))
 
+    def test_torn_journal_row_is_ignored_on_load(self):
+        engine = self.start('wb')
+        engine.write(1, 0, b'T' * 2 * LINE)
+        engine.close()                       # crash: journal, no snapshot
+        with open(self.ssd + '.journal', 'a') as journal:
+            journal.write('\n[1, 9, 5, tr')
+        again = eng.CacheEngine.load(self.ssd)
+        self.addCleanup(again.close)
+        self.assertEqual((2, 2), (again.occupancy(), again.dirty_lines()))
+
     def test_remove_core_cleans(self):
         engine = self.start('wb')
         engine.write(1, 0, b'G' * LINE)
