@@ -54,6 +54,9 @@ def add_parser(subparsers: Any) -> None:
         help='comma-separated subset of: %s' % ', '.join(
             p.name for p in bench.PROFILES))
     parser.add_argument('--size', help='fio --size (for files)')
+    parser.add_argument('--repeat', type=int, default=1,
+                        help='runs per profile and device; each run shows '
+                             'its own read hit ratio (the cache warming up)')
     parser.add_argument('--destroy-data', action='store_true',
                         help='allow write profiles on block devices (they '
                              'overwrite the device: scratch volumes only)')
@@ -96,23 +99,51 @@ def hit_ratio(path: str) -> Optional[float]:
         return None
 
 
+def read_counters(path: str) -> Optional[tuple[int, int]]:
+    """(read hits, read total) of the core behind *path*, None if not CAS."""
+    ids = casadm_mod.core_of_exported(path)
+    if ids is None:
+        return None
+    try:
+        stats = casadm_mod.Casadm().stats(*ids)
+        return (int(float(stats['Read hits [Requests]'])),
+                int(float(stats['Read total [Requests]'])))
+    except (exception.CasError, KeyError, ValueError):
+        return None
+
+
+def _run_hit_ratio(before: Optional[tuple[int, int]],
+                   after: Optional[tuple[int, int]]) -> Optional[float]:
+    """Read hits / reads of one run, from counters around it."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
 def run_profiles(devices: list[tuple[str, str]],
                  profiles: list[bench.Profile], runtime: int,
-                 size: Optional[str]) -> list[dict[str, Any]]:
+                 size: Optional[str], repeat: int = 1
+                 ) -> list[dict[str, Any]]:
     results = []
     for profile in profiles:
-        for label, path in devices:
-            print('running %s on %s (%s), %ds...' % (
-                profile.name, label, path, runtime), file=sys.stderr,
-                flush=True)
-            # fio's runtime does not bound I/O stuck in the device
-            out, _err = processutils.execute(
-                *bench.fio_argv(profile, path, runtime, size),
-                timeout=runtime + FIO_GRACE_SECONDS)
-            result: dict[str, Any] = {'profile': profile.name,
-                                      'device': label}
-            result.update(bench.parse_fio(out))
-            results.append(result)
+        for run_number in range(1, repeat + 1):
+            for label, path in devices:
+                print('running %s on %s (%s), %ds...' % (
+                    profile.name, label, path, runtime), file=sys.stderr,
+                    flush=True)
+                counters = read_counters(path)
+                # fio's runtime does not bound I/O stuck in the device
+                out, _err = processutils.execute(
+                    *bench.fio_argv(profile, path, runtime, size),
+                    timeout=runtime + FIO_GRACE_SECONDS)
+                result: dict[str, Any] = {
+                    'profile': profile.name if repeat == 1 else
+                    '%s #%d' % (profile.name, run_number),
+                    'device': label, 'run': run_number,
+                    'read_hit_ratio': _run_hit_ratio(
+                        counters, read_counters(path))}
+                result.update(bench.parse_fio(out))
+                results.append(result)
     return results
 
 
@@ -131,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
                          '--destroy-data, or choose read profiles only')
     before = {label: hit_ratio(path) for label, path in devices}
     try:
-        results = run_profiles(devices, profiles, args.runtime, args.size)
+        results = run_profiles(devices, profiles, args.runtime, args.size,
+                               max(1, args.repeat))
     except processutils.ProcessExecutionError as exc:
         print('fio failed: %s' % exc, file=sys.stderr)
         return 1
@@ -157,4 +189,11 @@ def run(args: argparse.Namespace) -> int:
             print('Open CAS read hit ratio of %s: %s before, %s after' % (
                 label, report.percent(before[label]),
                 report.percent(after[label])))
+        per_run = ['%s %s' % (item['profile'], report.percent(
+            item['read_hit_ratio'])) for item in results
+            if item['device'] == label and
+            item['read_hit_ratio'] is not None]
+        if per_run:
+            print('read hit ratio per run of %s: %s' % (
+                label, ', '.join(per_run)))
     return 0

@@ -16,14 +16,18 @@ Output formats, messages and exit codes follow casadm 26.03 (see
 doc/source/contributor/simulator.rst for the sources of each string).
 """
 
+import functools
+import json
 import os
 import signal
 import sys
 import time
 from typing import Any, Optional
 
+from os_brick_cas.simulator import datatrue
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
+from os_brick_cas.simulator import ioclass
 from os_brick_cas.simulator import state as state_mod
 from os_brick_cas.simulator import stats as stats_mod
 from os_brick_cas.simulator import udev
@@ -54,7 +58,11 @@ VERBS = {'-L': 'list-caches', '--list-caches': 'list-caches',
          '-V': 'version', '--version': 'version',
          '-S': 'start-cache', '--start-cache': 'start-cache',
          '-T': 'stop-cache', '--stop-cache': 'stop-cache',
-         '-Q': 'set-cache-mode', '--set-cache-mode': 'set-cache-mode'}
+         '-Q': 'set-cache-mode', '--set-cache-mode': 'set-cache-mode',
+         '-C': 'io-class', '--io-class': 'io-class'}
+#: sub-commands of --io-class (cas_main.c, io_class_params_options)
+IO_CLASS_SUBCMDS = {'-C': 'load-config', '--load-config': 'load-config',
+                    '-L': 'list', '--list': 'list'}
 VALUE_OPTS = {'-i': 'cache-id', '--cache-id': 'cache-id',
               '-j': 'core-id', '--core-id': 'core-id',
               '-d': 'device', '--core-device': 'device',
@@ -62,7 +70,7 @@ VALUE_OPTS = {'-i': 'cache-id', '--cache-id': 'cache-id',
               '-o': 'output-format', '--output-format': 'output-format',
               '-c': 'cache-mode', '--cache-mode': 'cache-mode',
               '-x': 'cache-line-size', '--cache-line-size': 'cache-line-size',
-              '--filter': 'filter', '--io-class': 'io-class'}
+              '--filter': 'filter', '--file': 'file'}
 FLAG_OPTS = {'-b': 'by-id-path', '--by-id-path': 'by-id-path',
              '--force': 'force', '-n': 'no-data-flush',
              '--no-data-flush': 'no-data-flush', '-l': 'load',
@@ -80,6 +88,13 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
         token = tokens.pop(0)
         if token in VERBS and verb is None:
             verb = VERBS[token]
+        elif (verb == 'io-class' and token in IO_CLASS_SUBCMDS and
+              'subcmd' not in args):
+            args['subcmd'] = IO_CLASS_SUBCMDS[token]
+        elif token == '-f' and verb == 'io-class':
+            if not tokens:
+                raise Reply(1, '', 'Option -f requires a value\n')
+            args['file'] = tokens.pop(0)
         elif token == '-f':
             # -f: --force for -R/-S/--remove-inactive, --filter for -P,
             # --flush-cache yes|no for -Q
@@ -169,9 +184,18 @@ def _update_cache_status(cache: dict[str, Any]) -> None:
 
 
 def _activate(state: dict[str, Any], cache_id: int, core_id: int,
-              core: dict[str, Any], resolved: str) -> None:
+              core: dict[str, Any], resolved: str, args: dict[str, Any],
+              operation: str) -> None:
     core.update(status='Active', resolved=resolved)
-    devices.symlink(state, _exported(cache_id, core_id), resolved)
+    if not datatrue.enabled(state):
+        devices.symlink(state, _exported(cache_id, core_id), resolved)
+        return
+    try:
+        datatrue.export(args['_state_dir'], state, cache_id, core_id, core,
+                        _exported(cache_id, core_id))
+    except datatrue.StandInError as exc:
+        core['status'] = 'Inactive'
+        raise Reply(1, '', '%s\n%s\n' % (operation, exc))
 
 
 def add_core(state: dict[str, Any], args: dict[str, Any]) -> Reply:
@@ -213,7 +237,11 @@ def add_core(state: dict[str, Any], args: dict[str, Any]) -> Reply:
             'read_hits': 0, 'read_total': 0, 'write_hits': 0,
             'write_total': 0}
     cache['cores'][str(core_id)] = core
-    _activate(state, cache_id, core_id, core, resolved)
+    try:
+        _activate(state, cache_id, core_id, core, resolved, args, operation)
+    except Reply:
+        del cache['cores'][str(core_id)]
+        raise
     return Reply(0, 'Successfully added core %d to cache instance %d\n'
                  % (core_id, cache_id))
 
@@ -234,16 +262,19 @@ def try_add(state: dict[str, Any], args: dict[str, Any]) -> Reply:
                     % operation)
     if core['device'] != path:
         raise Reply(1, '', '%s\nCore device not available\n' % operation)
-    activate_inactive(state, cache_id, core_id, resolved)
+    _activate(state, cache_id, core_id, core, resolved, args, operation)
+    _update_cache_status(cache)
     return Reply(0, 'Successfully added device in try add mode %s\n' % path)
 
 
 def activate_inactive(state: dict[str, Any], cache_id: int, core_id: int,
-                      resolved: str) -> None:
-    """What a successful try-add does (also the udev loader's)."""
+                      resolved: str, state_dir: Optional[str] = None) -> None:
+    """What a successful try-add does: the udev loader's try-add."""
     cache = state['caches'][str(cache_id)]
     _activate(state, cache_id, core_id, cache['cores'][str(core_id)],
-              resolved)
+              resolved, {'_state_dir': state_dir},
+              'Error while adding core device to cache instance %d'
+              % cache_id)
     _update_cache_status(cache)
 
 
@@ -265,7 +296,19 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
             # its krbd device was force-unmapped: writes back fail
             raise Reply(1, '', '%sError while writing to core device\n'
                         % first)
+        data_true = datatrue.enabled(state)
         delay = core['dirty'] * state['flush_ms_per_block'] / 1000.0
+    if data_true:
+        # outside the state lock, as a real flush does not stop -L or -P
+        try:
+            cleaned = datatrue.flush(state_dir, cache_id, core_id)
+        except datatrue.StandInError:
+            # casadm prints only the cause of a failed flush
+            raise Reply(1, '', 'Error while writing to core device\n')
+        with state_mod.locked(state_dir) as state:
+            state['flushed_blocks'] = state.get('flushed_blocks', 0) + \
+                cleaned
+        return
     if delay:
         signal.signal(signal.SIGINT, _interrupt_flush)
         signal.signal(signal.SIGTERM, _interrupt_flush)
@@ -356,8 +399,25 @@ def remove_core(state_dir: str, args: dict[str, Any]) -> Reply:
             # flush of what was written meanwhile fails -> core detached
             state['remove_second_flush_fails'] = None
             core.update(status='Inactive', dirty=left)
+            if datatrue.enabled(state):
+                datatrue.remove(state_dir, cache_id, core_id, core, 'detach')
             devices.remove(state, _exported(cache_id, core_id))
             _update_cache_status(cache)
+        elif datatrue.enabled(state):
+            try:
+                state['dropped_dirty_blocks'] += datatrue.remove(
+                    state_dir, cache_id, core_id, core,
+                    'drop' if force else 'remove')
+            except datatrue.StandInError:
+                # the exported object is gone: the core is left detached
+                core['status'] = 'Inactive'
+                devices.remove(state, _exported(cache_id, core_id))
+                _update_cache_status(cache)
+                left = 0
+            else:
+                del cache['cores'][str(core_id)]
+                devices.remove(state, _exported(cache_id, core_id))
+                _update_cache_status(cache)
         else:
             state['dropped_dirty_blocks'] += core['dirty']
             del cache['cores'][str(core_id)]
@@ -380,10 +440,15 @@ def remove_inactive(state: dict[str, Any], args: dict[str, Any]) -> Reply:
         # cas_lib.c remove_inactive_core: KCAS_ERR_CORE_IN_ACTIVE_STATE
         raise Reply(1, '', "Core is active. To manage the active core use "
                            "'--remove-core' command.\n")
+    if datatrue.enabled(state):
+        core = _with_counters(state, args, cache_id, core_id, core)
     if core['dirty'] and not args.get('force'):
         raise Reply(1, '', '%s\nInactive core has dirty data. Use --force '
                            'to remove it anyway (the data will be lost)\n'
                     % operation)
+    if datatrue.enabled(state):
+        datatrue.forget_inactive(args['_state_dir'], state, cache_id,
+                                 core_id)
     state['dropped_dirty_blocks'] += core['dirty']
     del cache['cores'][str(core_id)]
     _update_cache_status(cache)
@@ -424,12 +489,27 @@ def list_caches(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     return Reply(0, '\n'.join(lines) + '\n')
 
 
+def _with_counters(state: dict[str, Any], args: dict[str, Any],
+                   cache_id: int, core_id: int, core: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """*core* with a data-true instance's real counters."""
+    counters = datatrue.counters(args['_state_dir'], cache_id)
+    if counters is None:
+        return core
+    return datatrue.overlay_core(core, counters['cores'].get(str(core_id),
+                                                             {}))
+
+
 def stats(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     # statistics_model.c, cache_status: its own two refusals
     cache_id = _int(args, 'cache-id')
     cache = state['caches'].get(str(cache_id))
     if cache is None:
         raise Reply(1, '', 'Cache Id %d not running\n' % cache_id)
+    if datatrue.enabled(state):
+        counters = datatrue.counters(args['_state_dir'], cache_id)
+        if counters is not None:
+            cache = datatrue.overlay_cache(cache, counters)
     if 'core-id' in args:
         core_id = _int(args, 'core-id')
         core = cache['cores'].get(str(core_id))
@@ -449,6 +529,8 @@ def start_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     state['caches'][str(cache_id)] = {
         'device': args.get('device', '-'), 'mode': mode,
         'status': 'Running', 'size_blocks': 2621440, 'cores': {}}
+    if datatrue.enabled(state) and not args.get('load'):
+        datatrue.discard(args['_state_dir'], cache_id)
     return Reply(0, 'Successfully added cache instance %d\n' % cache_id)
 
 
@@ -459,6 +541,8 @@ def stop_cache(state_dir: str, args: dict[str, Any]) -> Reply:
         flush(state_dir, 'flush-cache', {'cache-id': cache_id}, operation)
     with state_mod.locked(state_dir) as state:
         cache = _cache(state, cache_id, operation)
+        if datatrue.enabled(state):
+            datatrue.stop(state_dir, state, cache_id)
         for core_id in cache['cores']:
             devices.remove(state, _exported(cache_id, int(core_id)))
         del state['caches'][str(cache_id)]
@@ -476,7 +560,82 @@ def set_cache_mode(state: dict[str, Any], args: dict[str, Any]) -> Reply:
             core['clean'] += core['dirty']
             core['dirty'] = 0
     cache['mode'] = args.get('cache-mode', cache['mode'])
+    if datatrue.enabled(state):
+        cache_id = _int(args, 'cache-id')
+        try:
+            if args.get('flush') == 'yes':
+                datatrue.control(args['_state_dir'], cache_id, 'flush')
+            datatrue.control(args['_state_dir'], cache_id,
+                             'mode %s' % cache['mode'])
+        except datatrue.StandInError:
+            raise Reply(1, '', 'Error while writing to core device\n')
     return Reply(0)
+
+
+def _io_class_text(args: dict[str, Any]) -> str:
+    path = args.get('file', '')
+    if not path:
+        raise Reply(1, '', 'Invalid path of configuration file\n')
+    if path == '-':
+        return sys.stdin.read()
+    try:
+        with open(path) as config:
+            return config.read()
+    except OSError:
+        raise Reply(1, '', 'Cannot open configuration file %s\n' % path)
+
+
+def io_class(state_dir: str, args: dict[str, Any]) -> Reply:
+    """``-C -C`` loads a table (replacing it whole), ``-C -L`` lists it."""
+    subcmd = args.get('subcmd')
+    if subcmd is None:
+        raise Reply(1, '', 'Invalid or missing first sub-command parameter. '
+                           'Expected one of the: {--load-config (-C)|'
+                           '--list (-L)}\n')
+    missing = [name for name, needed in (
+        ("'--cache-id (-i)'", 'cache-id' not in args),
+        ("'--file (-f)'", subcmd == 'load-config' and 'file' not in args))
+        if needed]
+    if missing:
+        raise Reply(1, '', ''.join('Option %s is missing\n' % name
+                                   for name in missing))
+    cache_id = _int(args, 'cache-id')
+    if subcmd == 'list':
+        if args.get('output-format') != 'csv':
+            raise Reply(1, '', 'Only CSV output is simulated\n')
+        with state_mod.locked(state_dir) as state:
+            cache = _cache_only(state, cache_id)
+            return Reply(0, ioclass.list_csv(cache.get('io_classes',
+                                                       ioclass.DEFAULT)))
+    try:
+        rows = ioclass.parse(_io_class_text(args))
+    except ioclass.IoClassError as exc:
+        raise Reply(1, '', str(exc))
+    with state_mod.locked(state_dir) as state:
+        cache = _cache_only(state, cache_id)
+        try:
+            ioclass.check_rules(rows)
+        except ioclass.IoClassError as exc:
+            raise Reply(1, '', str(exc))
+        if datatrue.enabled(state):
+            engine_rows = [[i, name, prio, percent / 100.0]
+                           for i, name, prio, percent in rows]
+            try:
+                datatrue.ensure_running(state_dir, state, cache_id)
+                datatrue.control(state_dir, cache_id,
+                                 'ioclass %s' % json.dumps(engine_rows))
+            except datatrue.StandInError as exc:
+                raise Reply(1, '', '%s\n' % exc)
+        cache['io_classes'] = rows
+    return Reply(0)
+
+
+def _cache_only(state: dict[str, Any], cache_id: int) -> dict[str, Any]:
+    """The cache, or casadm's bare "Cache ID does not exist" (print_err)."""
+    cache = state['caches'].get(str(cache_id))
+    if cache is None:
+        raise Reply(1, '', 'Cache ID does not exist\n')
+    return cache
 
 
 def version(state: dict[str, Any], args: dict[str, Any]) -> Reply:
@@ -518,8 +677,10 @@ def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
     verb = 'unknown'
     try:
         verb, args = parse(argv)
+        args['_state_dir'] = state_dir
         with state_mod.locked(state_dir) as state:
-            udev.loader_pass(state, activate_inactive)
+            udev.loader_pass(state, functools.partial(
+                activate_inactive, state_dir=state_dir))
             verb, refused = _old_flush_syntax(state, verb, argv)
             fault = faults.take(state, verb)
             loaded = state['module_loaded']
@@ -545,6 +706,8 @@ def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
             return verb, remove_core(state_dir, args)
         if verb == 'stop-cache':
             return verb, stop_cache(state_dir, args)
+        if verb == 'io-class':
+            return verb, io_class(state_dir, args)
         return verb, Reply(1, '', 'Command %s is not simulated\n' % verb)
     except Reply as reply:
         return verb, reply

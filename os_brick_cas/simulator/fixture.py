@@ -28,13 +28,15 @@ class SimulatedHost(fixtures.Fixture, host.SimulatedHostControl):
 
     def __init__(self, caches: Optional[dict[int, str]] = None,
                  udev_by_id: bool = False, rbd_backend: str = 'file',
-                 state_dir: Optional[str] = None, device_offset: int = 0):
+                 state_dir: Optional[str] = None, device_offset: int = 0,
+                 datapath_lines: Optional[int] = None):
         fixtures.Fixture.__init__(self)
         self._caches = caches if caches is not None else {1: 'wt', 2: 'wb'}
         self._udev_by_id = udev_by_id
         self._rbd_backend = rbd_backend
         self._state_dir = state_dir
         self._device_offset = device_offset
+        self._datapath_lines = datapath_lines
 
     def _setUp(self) -> None:
         directory = self._state_dir or self.useFixture(
@@ -42,7 +44,8 @@ class SimulatedHost(fixtures.Fixture, host.SimulatedHostControl):
         host.SimulatedHostControl.__init__(self, directory)
         self.init(self._caches, udev_by_id=self._udev_by_id,
                   rbd_backend=self._rbd_backend,
-                  device_offset=self._device_offset)
+                  device_offset=self._device_offset,
+                  datapath_lines=self._datapath_lines)
         self.addCleanup(self.destroy)
         self.useFixture(fixtures.EnvironmentVariable(
             'PATH', self.bin_dir + os.pathsep + os.environ.get('PATH', '')))

@@ -26,6 +26,7 @@ import sysconfig
 from typing import Any, Iterable, Optional
 
 from os_brick_cas import opencas_conf
+from os_brick_cas.simulator import datatrue
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import rbd
@@ -59,16 +60,21 @@ class SimulatedHostControl(object):
         self.bin_dir = os.path.join(state_dir, 'bin')
 
     def init(self, caches: dict[int, str], udev_by_id: bool = False,
-             rbd_backend: str = 'file', device_offset: int = 0) -> None:
+             rbd_backend: str = 'file', device_offset: int = 0,
+             datapath_lines: Optional[int] = None) -> None:
         """Boot a fresh host and write the casadm/rbd wrappers.
 
         *device_offset* shifts the numbers of /dev/rbdN and of core ids, so
         two simulated hosts in one test never create the same /dev entry.
+        *datapath_lines* makes every cache instance data-true (a cache
+        engine of that many 4 KiB lines behind each /dev/casX-Y).
         """
         os.makedirs(self.bin_dir, exist_ok=True)
         state = state_mod.new_state(caches)
         state.update(udev_by_id=udev_by_id, rbd_backend=rbd_backend,
-                     device_offset=device_offset)
+                     device_offset=device_offset,
+                     datapath={'lines': datapath_lines}
+                     if datapath_lines else None)
         state_mod.write(self.state_dir, state)
         for tool, module in TOOLS.items():
             path = os.path.join(self.bin_dir, tool)
@@ -178,6 +184,9 @@ class SimulatedHostControl(object):
     def set_dirty(self, cache_id: int, core_id: int, blocks: int) -> None:
         """Simulate guest writes that are in the cache but not in Ceph."""
         with state_mod.locked(self.state_dir) as state:
+            if datatrue.enabled(state):
+                raise ValueError('a data-true host counts dirty lines '
+                                 'itself: write through /dev/casX-Y')
             cache = state['caches'][str(cache_id)]
             if blocks and cache['mode'] not in ('wb', 'wo'):
                 raise ValueError('a %s cache never holds dirty data'
@@ -195,7 +204,8 @@ class SimulatedHostControl(object):
             core['read_hits'] += hits
             core['clean'] += total - hits
 
-    def reboot(self, not_started: Iterable[int] = ()) -> None:
+    def reboot(self, not_started: Iterable[int] = (),
+               lost_cache_devices: Iterable[int] = ()) -> None:
         """Power-cycle the host as Open CAS and krbd experience it.
 
         krbd mappings and every /dev entry vanish. Caches listed in
@@ -203,10 +213,19 @@ class SimulatedHostControl(object):
         loaded cache keeps every core in its metadata, inactive (with its
         dirty data) until the device is added back, so it comes up
         Incomplete. Caches not listed are not started. Caches in
-        *not_started* did not load (SSD failed, casctl not run yet): they
-        keep their metadata for :meth:`load_cache`.
+        *not_started* did not load (casctl not run yet): they keep their
+        metadata for :meth:`load_cache`.
+
+        On a data-true host the cache files of *lost_cache_devices* are
+        destroyed while the power is off (the "SSD died"): such an instance
+        does not load, and the boot log (``state()['boot_log']``) says how
+        many dirty lines were lost.
         """
         with state_mod.locked(self.state_dir) as state:
+            if datatrue.enabled(state):
+                datatrue.stop_all(self.state_dir, state)
+                for cache_id in lost_cache_devices:
+                    datatrue.destroy_cache_file(self.state_dir, cache_id)
             backend = None
             if state['rbd_backend'] == 'ceph':
                 from os_brick_cas.simulator import rbd_ceph as backend
@@ -230,6 +249,13 @@ class SimulatedHostControl(object):
                 listed = opencas_conf.read(state['opencas_conf']).caches
             for cache_id in list(state['caches']):
                 if listed is not None and int(cache_id) not in listed:
+                    del state['caches'][cache_id]
+                    continue
+                lost = datatrue.enabled(state) and datatrue.check_at_load(
+                    self.state_dir, int(cache_id))
+                if lost:
+                    state.setdefault('boot_log', []).append(
+                        'Failed to load cache %s: %s' % (cache_id, lost))
                     del state['caches'][cache_id]
                     continue
                 cache = state['caches'][cache_id]
@@ -265,6 +291,8 @@ class SimulatedHostControl(object):
         """Unmap and remove every /dev entry this host created."""
         try:
             with state_mod.locked(self.state_dir) as state:
+                if datatrue.enabled(state):
+                    datatrue.stop_all(self.state_dir, state)
                 if state['rbd_backend'] == 'ceph':
                     from os_brick_cas.simulator import rbd_ceph
                     for mapping in state['mappings'].values():

@@ -22,6 +22,7 @@ node aliasing a loop device over the real image
 (:mod:`os_brick_cas.simulator.rbd_ceph`).
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -180,7 +181,8 @@ def map_image(state_dir: str, state: dict[str, Any], args: list[str],
     devices.symlink(state, '/dev/rbd/%s/%s' % (pool, image), node)
     if state['udev_by_id']:
         devices.symlink(state, udev_link(state, key), node)
-    udev.loader_pass(state, casadm.activate_inactive)
+    udev.loader_pass(state, functools.partial(casadm.activate_inactive,
+                                              state_dir=state_dir))
     return Reply(0, node + '\n', err)
 
 

@@ -83,20 +83,33 @@ def _pct(part: float, whole: float) -> str:
     return '%.1f' % (100.0 * part / whole if whole else 0.0)
 
 
+#: request counters a data-true instance adds (0 in the counter-only one)
+OPTIONAL = ('read_partial_misses', 'write_partial_misses',
+            'pass_through_reads', 'pass_through_writes')
+
+
 def _request_columns(core_like: dict[str, Any]) -> dict[str, str]:
     read_hits = core_like['read_hits']
     read_total = core_like['read_total']
     write_hits = core_like['write_hits']
     write_total = core_like['write_total']
-    total = read_total + write_total
+    read_partial, write_partial, pt_reads, pt_writes = (
+        core_like.get(key, 0) for key in OPTIONAL)
+    serviced = read_total + write_total
+    total = serviced + pt_reads + pt_writes
     values = {
         'Read hits [Requests]': read_hits,
-        'Read full misses [Requests]': read_total - read_hits,
+        'Read partial misses [Requests]': read_partial,
+        'Read full misses [Requests]': read_total - read_hits - read_partial,
         'Read total [Requests]': read_total,
         'Write hits [Requests]': write_hits,
-        'Write full misses [Requests]': write_total - write_hits,
+        'Write partial misses [Requests]': write_partial,
+        'Write full misses [Requests]': (write_total - write_hits -
+                                         write_partial),
         'Write total [Requests]': write_total,
-        'Serviced requests [Requests]': total,
+        'Pass-Through reads [Requests]': pt_reads,
+        'Pass-Through writes [Requests]': pt_writes,
+        'Serviced requests [Requests]': serviced,
         'User requests [Requests]': total,
         'Total requests [Requests]': total,
     }
@@ -131,8 +144,9 @@ def cache_csv(cache_id: int, cache: dict[str, Any]) -> str:
     cores = list(cache['cores'].values())
     dirty = sum(c['dirty'] for c in cores)
     occupancy = sum(c['dirty'] + c['clean'] for c in cores)
-    totals = {key: sum(c[key] for c in cores) for key in
-              ('read_hits', 'read_total', 'write_hits', 'write_total')}
+    totals = {key: sum(c.get(key, 0) for c in cores) for key in
+              ('read_hits', 'read_total', 'write_hits', 'write_total') +
+              OPTIONAL}
     values = {
         'Cache Id': str(cache_id),
         'Cache Size [4KiB Blocks]': str(cache['size_blocks']),

@@ -16,14 +16,16 @@ One cluster per test class (started in ~7 s). Volumes are created by
 cinder's real RBD driver with the cinder_ext extension (real python
 rados/rbd bindings), attached by the os_brick_cas connector through the
 host simulator whose ``rbd map`` maps the real image (rbd-fuse + loop,
-O_DIRECT) and whose Open CAS stand-in passes I/O through to its core, and
-read back with librbd. When the Ceph packages are missing the tier skips
-with the reason, except when OS_BRICK_CAS_REQUIRE_CEPH=1 (CI), where it
-fails.
+O_DIRECT) and whose Open CAS stand-in is data-true (a userspace cache
+engine with its own cache file behind each /dev/casX-Y: written bytes sit
+in the cache until cleaned), and read back with librbd. When the Ceph
+packages are missing the tier skips with the reason, except when
+OS_BRICK_CAS_REQUIRE_CEPH=1 (CI), where it fails.
 """
 
 import atexit
 import contextlib
+import hashlib
 import os
 from typing import Any, Iterator
 import uuid
@@ -49,6 +51,8 @@ CONF = cfg.CONF
 BACKEND = 'ceph'
 POOL = 'volumes'
 CACHES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
+#: 4 KiB lines of each data-true cache instance (16 MiB cache files)
+CACHE_LINES = 4096
 
 
 def why_not() -> str | None:
@@ -102,7 +106,7 @@ class CephTestCase(test.TestCase):
         self.context = context.get_admin_context()
         self.driver = self._driver()
         self.host = self.useFixture(sim_fixture.SimulatedHost(
-            caches=CACHES, udev_by_id=True))
+            caches=CACHES, udev_by_id=True, datapath_lines=CACHE_LINES))
         self.host.use_ceph(self.cluster.conf)
         tmp = self.useFixture(fixtures.TempDir()).path
         self.opencas_conf = os.path.join(tmp, 'opencas.conf')
@@ -183,6 +187,11 @@ class CephTestCase(test.TestCase):
         """Bytes of *image* as librbd reads them from the cluster."""
         with self.ceph_image(image) as img:
             return img.read(offset, length)
+
+    def ceph_digest(self, image: str, offset: int, length: int) -> str:
+        """sha256 of what librbd reads (compare digests, not MiBs)."""
+        return hashlib.sha256(self.read_from_ceph(image, offset,
+                                                  length)).hexdigest()
 
     def image_size(self, image: str) -> int:
         with self.ceph_image(image) as img:

@@ -16,6 +16,7 @@ No cinder or nova import here: the cinder-side tests and the nova-side
 helper process both use it.
 """
 
+import hashlib
 import subprocess
 
 
@@ -38,3 +39,8 @@ def read_direct(path: str, offset: int, length: int) -> bytes:
 def pattern(label: str, length: int) -> bytes:
     unit = ('os-brick-cas %s ' % label).encode()
     return (unit * (length // len(unit) + 1))[:length]
+
+
+def digest(data: bytes) -> str:
+    """sha256 hex digest: what the tests compare instead of raw MiBs."""
+    return hashlib.sha256(data).hexdigest()

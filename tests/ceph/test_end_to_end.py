@@ -77,7 +77,7 @@ class EndToEndTestCase(base.CephTestCase):
         payload = blockio.pattern('kept ' + volume.id, MIB)
         blockio.write_direct(device['path'], 0, payload)
         cache_id, core_id = casadm.core_of_exported(device['path'])
-        self.host.set_dirty(cache_id, core_id, 256)
+        # the data-true stand-in holds the 256 written lines dirty
         self.host.inject_fault('flush-core', exit_code=1, stderr=(
             'Error while flushing core %d of cache %d\nError while flushing '
             'data\n' % (core_id, cache_id)))

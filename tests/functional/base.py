@@ -66,6 +66,8 @@ class FunctionalTestCase(testtools.TestCase):
     caches = MODES
     udev_by_id = False
     persistent_caches: Optional[list[int]] = None  # default: all
+    #: cache lines of a data-true host (None: the counter-only simulator)
+    datapath_lines: Optional[int] = None
 
     def setUp(self) -> None:
         super().setUp()
@@ -75,7 +77,8 @@ class FunctionalTestCase(testtools.TestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self._remove_debris_links()
         self.host = self.useFixture(sim_fixture.SimulatedHost(
-            caches=dict(self.caches), udev_by_id=self.udev_by_id))
+            caches=dict(self.caches), udev_by_id=self.udev_by_id,
+            datapath_lines=self.datapath_lines))
         os.mkdir(os.path.join(self.tmp, 'opencas'))
         self.opencas_conf = os.path.join(self.tmp, 'opencas', 'opencas.conf')
         self.write_opencas_conf(self.persistent_caches

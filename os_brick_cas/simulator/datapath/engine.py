@@ -15,13 +15,16 @@
 Bytes really sit in a cache file (the stand-in's "SSD") until they are
 cleaned to the core, so a skipped flush loses or hides data and a test can
 see it. Metadata (line map, dirty bits, IO classes, mode) lives in a sidecar
-JSON file stamped with the cache file's identity: a destroyed or replaced
-cache file is detected on load and reported as :class:`CacheDeviceLost`
-with the number of dirty lines lost.
+JSON snapshot stamped with the cache file's identity, plus a journal of
+line-map changes appended (and synced) after each write, so a write costs
+one small append instead of a snapshot. A destroyed or replaced cache file
+is detected on load and reported as :class:`CacheDeviceLost` with the
+number of dirty lines lost.
 """
 
 import collections
 import json
+import math
 import os
 import uuid
 
@@ -48,7 +51,10 @@ class CoreInactive(Exception):
 
 class IoClass(collections.namedtuple(
         'IoClass', 'id name priority allocation')):
-    """One IO-class row; ``name`` is the rule (``core_id:eq:N[&done]``)."""
+    """One IO-class row; ``name`` is the rule (``core_id:eq:N[&done]``).
+
+    ``priority`` is 0-255 or None (pinned); ``allocation`` 0-1.
+    """
 
     def matches(self, core_id: int) -> tuple:
         """Return (matches, done) for a request of ``core_id``."""
@@ -73,12 +79,16 @@ class Stats(object):
     """Request counters, as casadm -P reports them."""
 
     FIELDS = ('read_hits', 'read_partial_misses', 'read_full_misses',
-              'write_hits', 'write_misses', 'pass_through_reads',
-              'pass_through_writes')
+              'write_hits', 'write_partial_misses', 'write_full_misses',
+              'pass_through_reads', 'pass_through_writes')
 
     def __init__(self):
         for field in self.FIELDS:
             setattr(self, field, 0)
+
+    @property
+    def write_misses(self) -> int:
+        return self.write_partial_misses + self.write_full_misses
 
     def as_dict(self) -> dict:
         return {f: getattr(self, f) for f in self.FIELDS}
@@ -98,9 +108,15 @@ class CacheEngine(object):
         # (core_id, core_line) -> [slot, dirty, io_class]; order = LRU
         self.map = collections.OrderedDict()
         self.cores = {}        # core_id -> fd of the core device
-        self.stats = Stats()
+        self.stats = Stats()   # whole instance; per core in core_stats
+        self.core_stats = collections.defaultdict(Stats)
         self.identity = None
+        self.generation = 0
         self._fd = None
+        self._journal = None
+        self._journal_rows = 0
+        self._changed = set()
+        self._reused = False
 
     # -- lifecycle -------------------------------------------------------
     def create(self) -> None:
@@ -115,30 +131,65 @@ class CacheEngine(object):
     @classmethod
     def load(cls, cache_path: str) -> 'CacheEngine':
         """Load after a (simulated) reboot; cores come back Inactive."""
-        with open(cache_path + '.meta') as f:
-            meta = json.load(f)
+        meta = cls.read_meta(cache_path)
         engine = cls(cache_path, meta['lines'], meta['mode'])
         engine.identity = meta['identity']
+        engine.generation = meta['generation']
         engine.io_classes = [IoClass(*c) for c in meta['io_classes']]
         for core_id, core_line, slot, dirty, klass in meta['map']:
             engine.map[(core_id, core_line)] = [slot, dirty, klass]
+        engine.verify()
+        engine._open()
+        return engine
+
+    @staticmethod
+    def read_meta(cache_path: str) -> dict:
+        """The metadata as last committed: snapshot + its journal."""
+        with open(cache_path + '.meta') as f:
+            meta = json.load(f)
+        meta.setdefault('generation', 0)
+        lines = collections.OrderedDict(
+            ((c, n), [s, d, k]) for c, n, s, d, k in meta['map'])
+        try:
+            with open(cache_path + '.journal') as journal:
+                rows = journal.read().split('\n')
+        except FileNotFoundError:
+            rows = []
+        # a journal of another generation predates the snapshot; the last
+        # row may be torn by a crash (it was never acknowledged)
+        if rows and rows[0] == json.dumps({'generation': meta['generation']}):
+            for row in rows[1:]:
+                try:
+                    change = json.loads(row)
+                except ValueError:
+                    break
+                if len(change) == 2:
+                    lines.pop(tuple(change), None)
+                else:
+                    lines[tuple(change[:2])] = change[2:]
+        meta['map'] = [[c, n, s, d, k] for (c, n), (s, d, k) in lines.items()]
+        return meta
+
+    def verify(self) -> None:
+        """Raise CacheDeviceLost unless the cache file is this cache's."""
+        cache_path = self.cache_path
         try:
             with open(cache_path, 'rb') as f:
                 head = f.read(len(_MAGIC) + 33)
         except FileNotFoundError:
             head = b''
-        if head != _MAGIC + engine.identity.encode() + b'\n':
-            raise CacheDeviceLost(cache_path, engine.dirty_lines())
-        engine._open()
-        return engine
+        if head != _MAGIC + self.identity.encode() + b'\n':
+            raise CacheDeviceLost(cache_path, self.dirty_lines())
 
     def _open(self) -> None:
         self._fd = os.open(self.cache_path, os.O_RDWR)
 
     def save(self) -> None:
-        """Persist metadata atomically (what survives a reboot)."""
+        """Persist a metadata snapshot atomically; start a new journal."""
+        self.generation += 1
         meta = {'identity': self.identity, 'lines': self.lines,
                 'mode': self.mode, 'io_classes': self.io_classes,
+                'generation': self.generation,
                 'map': [[c, n, s, d, k]
                         for (c, n), (s, d, k) in self.map.items()]}
         tmp = self.meta_path + '.tmp'
@@ -148,6 +199,35 @@ class CacheEngine(object):
             os.fsync(f.fileno())
         os.fsync(self._fd)
         os.replace(tmp, self.meta_path)
+        if self._journal is not None:
+            os.close(self._journal)
+        self._journal = os.open(self.cache_path + '.journal',
+                                os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
+                                os.O_APPEND, 0o600)
+        os.write(self._journal, json.dumps(
+            {'generation': self.generation}).encode())
+        os.fsync(self._journal)
+        self._journal_rows = 0
+        self._changed.clear()
+
+    def commit(self) -> None:
+        """Make the line-map changes durable (after their data)."""
+        if not self._changed:
+            return
+        if self._journal is None or self._journal_rows > 4 * self.lines:
+            self.save()
+            return
+        rows = []
+        for key in self._changed:
+            entry = self.map.get(key)
+            rows.append(list(key) + entry if entry is not None
+                        else list(key))
+        os.fsync(self._fd)
+        os.write(self._journal, b''.join(
+            b'\n' + json.dumps(row).encode() for row in rows))
+        os.fsync(self._journal)
+        self._journal_rows += len(rows)
+        self._changed.clear()
 
     def close(self) -> None:
         """Stop without flushing (dirty lines stay in the cache file)."""
@@ -157,10 +237,37 @@ class CacheEngine(object):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._journal is not None:
+            os.close(self._journal)
+            self._journal = None
 
     def attach_core(self, core_id: int, core_path: str) -> None:
         """Add or try-add a core; its kept lines become reachable again."""
+        if core_id in self.cores:
+            raise ValueError('core %d is already attached' % core_id)
         self.cores[core_id] = os.open(core_path, os.O_RDWR | os.O_DSYNC)
+
+    def detach_core(self, core_id: int) -> None:
+        """Close the core without cleaning: it turns Inactive, lines kept."""
+        os.close(self.cores.pop(core_id))
+        self.save()
+
+    def drop_core(self, core_id: int) -> int:
+        """Discard every line of the core (forced removal); dirty dropped."""
+        dirty = self.dirty_lines(core_id)
+        for key in [k for k in self.map if k[0] == core_id]:
+            del self.map[key]
+        fd = self.cores.pop(core_id, None)
+        if fd is not None:
+            os.close(fd)
+        self.save()
+        return dirty
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError('cache mode must be one of %s' % (MODES,))
+        self.mode = mode
+        self.save()
 
     def remove_core(self, core_id: int) -> None:
         """Clean the core's dirty lines, drop its lines, close it."""
@@ -174,6 +281,11 @@ class CacheEngine(object):
         self.save()
 
     # -- counters ---------------------------------------------------------
+    def _count(self, core_id: int, field: str) -> None:
+        setattr(self.stats, field, getattr(self.stats, field) + 1)
+        per_core = self.core_stats[core_id]
+        setattr(per_core, field, getattr(per_core, field) + 1)
+
     def occupancy(self, core_id: int = None) -> int:
         return sum(1 for k in self.map if core_id in (None, k[0]))
 
@@ -235,9 +347,15 @@ class CacheEngine(object):
             data = self._read_slot(entry[0])
             os.pwrite(self._core_fd(key[0]), data, key[1] * LINE)
             entry[1] = False
+            self._changed.add(key)
+
+    def class_cap(self, klass: IoClass) -> int:
+        """Lines the class may hold: ceil(share x cache lines)."""
+        return max(1, math.ceil(round(klass.allocation * 100) *
+                                self.lines / 100))
 
     def _free_slot(self, klass: IoClass) -> int:
-        cap = max(1, int(round(klass.allocation * self.lines)))
+        cap = self.class_cap(klass)
         in_class = [k for k, v in self.map.items() if v[2] == klass.id]
         victims = None
         if len(in_class) >= cap:
@@ -245,10 +363,15 @@ class CacheEngine(object):
         elif len(self.map) >= self.lines:
             victims = list(self.map)
         if victims:
+            self._reused = True
             victim = victims[0]
             self._clean(victim)
             os.fsync(self._core_fd(victim[0]))
-            return self.map.pop(victim)[0]
+            self._changed.add(victim)
+            slot = self.map.pop(victim)[0]
+            # the victim's removal is durable before its slot is rewritten
+            self.commit()
+            return slot
         used = {v[0] for v in self.map.values()}
         return min(set(range(self.lines)) - used)
 
@@ -257,6 +380,7 @@ class CacheEngine(object):
         slot = self._free_slot(klass)
         self._write_slot(slot, data)
         self.map[key] = [slot, dirty, klass.id]
+        self._changed.add(key)
 
     def read(self, core_id: int, offset: int, length: int) -> bytes:
         """Read through the cache, promoting misses as the mode says."""
@@ -266,19 +390,22 @@ class CacheEngine(object):
         hits = sum(1 for k in keys if k in self.map)
         bypass = self.mode == 'pt' or klass.allocation == 0
         if bypass:
-            self.stats.pass_through_reads += 1
+            self._count(core_id, 'pass_through_reads')
         elif hits == len(keys):
-            self.stats.read_hits += 1
+            self._count(core_id, 'read_hits')
         elif hits:
-            self.stats.read_partial_misses += 1
+            self._count(core_id, 'read_partial_misses')
         else:
-            self.stats.read_full_misses += 1
+            self._count(core_id, 'read_full_misses')
         out = []
+        self._reused = False
         for key in keys:
             if key in self.map:
                 if bypass:
+                    self._reused = True
                     self._clean(key)
                     del self.map[key]
+                    self._changed.add(key)
                     out.append(self._read_core_line(*key))
                     continue
                 self.map.move_to_end(key)
@@ -288,7 +415,11 @@ class CacheEngine(object):
             if not bypass and self.mode != 'wo':
                 self._insert(key, data, False, klass)
             out.append(data)
-        self.save()
+        if self._reused:
+            # lines left the map: commit before their slots are reused
+            self.commit()
+        # otherwise a read added only clean lines and LRU order, which a
+        # crash may lose safely; the next write, flush or stop saves them
         skip = offset - first * LINE
         return b''.join(out)[skip:skip + length]
 
@@ -299,12 +430,15 @@ class CacheEngine(object):
         end = offset + len(data)
         first, last = offset // LINE, (end - 1) // LINE
         keys = [(core_id, n) for n in range(first, last + 1)]
+        hits = sum(1 for k in keys if k in self.map)
         if bypass:
-            self.stats.pass_through_writes += 1
-        elif all(k in self.map for k in keys):
-            self.stats.write_hits += 1
+            self._count(core_id, 'pass_through_writes')
+        elif hits == len(keys):
+            self._count(core_id, 'write_hits')
+        elif hits:
+            self._count(core_id, 'write_partial_misses')
         else:
-            self.stats.write_misses += 1
+            self._count(core_id, 'write_full_misses')
         core = self._core_fd(core_id)
         for key in keys:
             base = key[1] * LINE
@@ -316,9 +450,12 @@ class CacheEngine(object):
                 if hit:
                     self._clean(key)
                     del self.map[key]
+                    self._changed.add(key)
                 os.pwrite(core, piece, lo)
                 continue
-            if hit:
+            if hi - lo == LINE:
+                line = bytearray(LINE)
+            elif hit:
                 line = bytearray(self._read_slot(self.map[key][0]))
             else:
                 line = bytearray(self._read_core_line(*key))
@@ -327,6 +464,7 @@ class CacheEngine(object):
                 if hit:
                     self._write_slot(self.map[key][0], bytes(line))
                     self.map[key][1] = True
+                    self._changed.add(key)
                     self.map.move_to_end(key)
                 else:
                     self._insert(key, bytes(line), True, klass)
@@ -337,7 +475,7 @@ class CacheEngine(object):
                 self.map.move_to_end(key)
             elif self.mode == 'wt':
                 self._insert(key, bytes(line), False, klass)
-        self.save()
+        self.commit()
 
     def flush(self, core_id: int = None) -> int:
         """Clean every dirty line (of one core); returns lines cleaned."""
@@ -347,5 +485,5 @@ class CacheEngine(object):
             self._clean(key)
         for cid in {k[0] for k in keys}:
             os.fsync(self._core_fd(cid))
-        self.save()
+        self.commit()
         return len(keys)

@@ -10,12 +10,15 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Start and stop one data-true exported object: FUSE server + loop.
+"""Start and stop a data-true cache instance and its exported objects.
 
-``start`` launches the FUSE server over a core device and puts a direct-I/O
-loop device on its ``disk`` file; that loop device plays /dev/casX-Y.
-``stop`` detaches the loop and unmounts, which ends the server and leaves
-dirty lines in the cache file (what a host reboot does to Open CAS).
+An instance lives in one directory: ``ssd`` (the cache file), ``ssd.meta``,
+``mnt`` (the FUSE mount of its server), ``server.log`` and ``server.pid``.
+The server outlives the short-lived stand-in casadm that started it; it
+ends when the mount is unmounted (``stop``), leaving dirty lines in the
+cache file, which is what a host reboot does to Open CAS. Each attached
+core is a file ``mnt/core-<id>`` with a direct-I/O loop device on top: the
+exported object /dev/casX-Y.
 """
 
 import json
@@ -23,78 +26,150 @@ import os
 import subprocess
 import sys
 import time
-from typing import NamedTuple
 
 from os_brick_cas.simulator.datapath import engine as eng
 
-
-class Exported(NamedTuple):
-    mountpoint: str
-    loop: str
-    process: subprocess.Popen
+START_TIMEOUT = 10
 
 
-def start(cache_file: str, core: str, core_id: int, mountpoint: str,
-          mode: str = 'wt', lines: int = 4096,
-          load: bool = False) -> Exported:
-    """Serve *core* through the cache in *cache_file*; return the loop."""
+class StandInError(Exception):
+    """A control command failed; the message is the engine's."""
+
+
+def cache_file(directory: str) -> str:
+    return os.path.join(directory, 'ssd')
+
+
+def mountpoint(directory: str) -> str:
+    return os.path.join(directory, 'mnt')
+
+
+def running(directory: str) -> bool:
+    return os.path.ismount(mountpoint(directory))
+
+
+def has_metadata(directory: str) -> bool:
+    return os.path.exists(cache_file(directory) + '.meta')
+
+
+def start(directory: str, mode: str, lines: int) -> None:
+    """Run the instance's server (load its cache file if it has one).
+
+    Raises :class:`engine.CacheDeviceLost` if the cache file it had is gone.
+    """
+    load = has_metadata(directory)
     if load:
-        eng.CacheEngine.load(cache_file).close()   # CacheDeviceLost if gone
-    os.makedirs(mountpoint, exist_ok=True)
+        eng.CacheEngine.load(cache_file(directory)).close()
+    mnt = mountpoint(directory)
+    os.makedirs(mnt, exist_ok=True)
     argv = [sys.executable, '-m',
             'os_brick_cas.simulator.datapath.fuse_server',
-            '--cache-file', cache_file, '--core', core,
-            '--core-id', str(core_id), '--mountpoint', mountpoint,
+            '--cache-file', cache_file(directory), '--mountpoint', mnt,
             '--mode', mode, '--lines', str(lines)] + (
                 ['--load'] if load else [])
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE)
-    disk = os.path.join(mountpoint, 'disk')
-    end = time.monotonic() + 10
-    while not os.path.exists(disk):
+    log_path = os.path.join(directory, 'server.log')
+    with open(log_path, 'ab') as log:
+        process = subprocess.Popen(argv, stdout=log, stderr=log,
+                                   stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    with open(os.path.join(directory, 'server.pid'), 'w') as pid_file:
+        pid_file.write('%d\n' % process.pid)
+    end = time.monotonic() + START_TIMEOUT
+    while not os.path.exists(os.path.join(mnt, 'ctl')):
         if process.poll() is not None or time.monotonic() > end:
-            process.kill()
-            raise RuntimeError('cache stand-in for %s did not start: %s'
-                               % (core, process.stderr.read().decode()))
-        time.sleep(0.05)
-    try:
-        loop = subprocess.run(['losetup', '--find', '--show',
-                               '--direct-io=on', disk], check=True,
-                              capture_output=True, text=True).stdout.strip()
-    except subprocess.CalledProcessError:
-        _unmount(mountpoint, process)
-        raise
-    return Exported(mountpoint, loop, process)
+            if process.poll() is None:
+                process.kill()
+            with open(log_path, errors='replace') as log:
+                raise StandInError('cache stand-in in %s did not start: %s'
+                                   % (directory, log.read()[-2000:]))
+        time.sleep(0.02)
 
 
-def control(exported: Exported, command: str) -> None:
-    """Send ``flush``/``remove``/``ioclass <json>``; raise with the cause."""
+def control(directory: str, command: str) -> None:
+    """Send a command to the instance's server; raise with its cause."""
     try:
-        with open(os.path.join(exported.mountpoint, 'ctl'), 'w') as ctl:
+        with open(os.path.join(mountpoint(directory), 'ctl'), 'w') as ctl:
             ctl.write(command)
-    except OSError:
-        raise RuntimeError('%s failed on %s: %s' % (
-            command.split()[0], exported.loop,
-            stats(exported)['last_error']))
+    except OSError as exc:
+        cause = str(exc)
+        try:
+            cause = stats(directory)['last_error'] or cause
+        except (OSError, ValueError):
+            pass
+        raise StandInError(cause)
 
 
-def stats(exported: Exported) -> dict:
-    with open(os.path.join(exported.mountpoint, 'stats')) as f:
-        return json.load(f)
+def stats(directory: str) -> dict:
+    """The running server's counters, or those the metadata implies."""
+    if running(directory):
+        with open(os.path.join(mountpoint(directory), 'stats')) as f:
+            return json.load(f)
+    meta = eng.CacheEngine.read_meta(cache_file(directory))
+    cores: dict[str, dict] = {}
+    for core_id, _line, _slot, dirty, _klass in meta['map']:
+        core = cores.setdefault(str(core_id), dict(
+            dict.fromkeys(eng.Stats.FIELDS, 0), occupancy=0, dirty=0,
+            active=False))
+        core['occupancy'] += 1
+        core['dirty'] += int(dirty)
+    total = dict.fromkeys(eng.Stats.FIELDS, 0)
+    total.update(occupancy=len(meta['map']),
+                 dirty=sum(1 for row in meta['map'] if row[3]))
+    return {'lines': meta['lines'], 'mode': meta['mode'], 'total': total,
+            'cores': cores, 'last_error': ''}
 
 
-def stop(exported: Exported) -> None:
-    """Detach the loop (only ours) and unmount; dirty lines stay."""
-    subprocess.run(['losetup', '-d', exported.loop], capture_output=True,
-                   timeout=30)
-    _unmount(exported.mountpoint, exported.process)
+def export(directory: str, core_id: int, core_device: str) -> str:
+    """Attach a core and put a direct-I/O loop on it; return the loop."""
+    control(directory, 'attach %d %s' % (core_id, core_device))
+    disk = os.path.join(mountpoint(directory), 'core-%d' % core_id)
+    done = subprocess.run(['losetup', '--find', '--show', '--direct-io=on',
+                           disk], capture_output=True, text=True,
+                          timeout=30)
+    if done.returncode:
+        control(directory, 'detach %d' % core_id)
+        raise StandInError('losetup on %s failed: %s' % (disk,
+                                                         done.stderr))
+    return done.stdout.strip()
 
 
-def _unmount(mountpoint: str, process: subprocess.Popen) -> None:
-    for _attempt in range(50):
-        subprocess.run(['fusermount', '-u', mountpoint], capture_output=True,
-                       timeout=30)
-        if not os.path.ismount(mountpoint):
+def unexport(loop: str) -> None:
+    """Detach the exported object's loop device (only this one)."""
+    subprocess.run(['losetup', '-d', loop], capture_output=True, timeout=30)
+    end = time.monotonic() + 10
+    while time.monotonic() < end and subprocess.run(
+            ['losetup', loop], capture_output=True).returncode == 0:
+        time.sleep(0.02)
+
+
+def stop(directory: str) -> None:
+    """Unmount (the server ends, dirty lines stay in the cache file)."""
+    mnt = mountpoint(directory)
+    for _attempt in range(100):
+        if not os.path.ismount(mnt):
             break
-        time.sleep(0.1)
-    process.wait(timeout=30)
-    process.stderr.close()
+        subprocess.run(['fusermount', '-u', mnt], capture_output=True,
+                       timeout=30)
+        time.sleep(0.05)
+    pid_path = os.path.join(directory, 'server.pid')
+    try:
+        with open(pid_path) as pid_file:
+            pid = int(pid_file.read())
+    except (OSError, ValueError):
+        return
+    end = time.monotonic() + 10
+    while time.monotonic() < end and _alive(pid):
+        time.sleep(0.02)
+    os.unlink(pid_path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open('/proc/%d/stat' % pid) as stat_file:
+            return stat_file.read().split(')')[-1].split()[0] != 'Z'
+    except OSError:
+        return False

@@ -15,10 +15,13 @@
 import json
 import os
 
+import fixtures
 import testtools
 
 from os_brick_cas import bench
+from os_brick_cas.cmd import bench as cmd_bench
 from os_brick_cas import report
+from tests.unit.os_brick_cas import base as unit_base
 
 DATA = os.path.join(os.path.dirname(__file__), 'data')
 # a real fio 3.33 run of the randrw70-qd1 profile on this machine
@@ -115,3 +118,35 @@ class ReportHelpersTestCase(testtools.TestCase):
         self.assertIsNone(report.hit_ratio(
             {'Read hits [Requests]': '0', 'Read total [Requests]': '0'},
             'Read'))
+
+
+class RepeatedRunsTestCase(unit_base.TestCase):
+    """--repeat: each run's own read hit ratio (fio and casadm faked)."""
+
+    def test_hit_ratio_per_run_from_counter_deltas(self):
+        casadm = self.useFixture(unit_base.FakeCasadm())
+        counters = iter([(0, 0), (10, 100), (10, 100), (100, 200)])
+
+        def stats(argv):
+            hits, total = next(counters)
+            return (0, 'Read hits [Requests],Read total [Requests]\n'
+                       '%d,%d\n' % (hits, total), '')
+        casadm.reply(r'--stats --cache-id 1 --core-id 2', stats)
+        with open(SAMPLE) as sample:
+            fio_out = sample.read()
+
+        def execute(binary, *args, **kwargs):
+            # fio and casadm share processutils.execute: route by binary
+            if binary == 'fio':
+                return fio_out, ''
+            return casadm._execute(binary, *args, **kwargs)
+        self.useFixture(fixtures.MockPatch(
+            'os_brick_cas.cmd.bench.processutils.execute',
+            side_effect=execute))
+        results = cmd_bench.run_profiles(
+            [('cas', '/dev/cas1-2')],
+            [{p.name: p for p in bench.PROFILES}['randrw70-qd1']], 1, None,
+            repeat=2)
+        self.assertEqual([('randrw70-qd1 #1', 0.1), ('randrw70-qd1 #2', 0.9)],
+                         [(r['profile'], r['read_hit_ratio'])
+                          for r in results])

@@ -107,6 +107,28 @@ class EngineTestCase(_Base):
         self.assertEqual(2, engine.occupancy())
         self.assertEqual(b'C' * LINE, engine.read(1, 2 * LINE, LINE))
 
+    def test_crash_after_read_eviction_keeps_dirty_data_right(self):
+        engine = self.start('wb', lines=2)
+        engine.write(1, 0, b'A' * LINE)
+        engine.write(1, LINE, b'B' * LINE)
+        engine.read(1, 2 * LINE, LINE)      # evicts (cleans) line 0
+        engine.close()                       # crash: no final save
+        again = eng.CacheEngine.load(self.ssd)
+        self.addCleanup(again.close)
+        again.attach_core(1, self.core)
+        again.flush()
+        self.assertEqual(b'A' * LINE + b'B' * LINE, self.on_core(0, 2 * LINE))
+
+    def test_torn_journal_row_is_ignored_on_load(self):
+        engine = self.start('wb')
+        engine.write(1, 0, b'T' * 2 * LINE)
+        engine.close()                       # crash: journal, no snapshot
+        with open(self.ssd + '.journal', 'a') as journal:
+            journal.write('\n[1, 9, 5, tr')
+        again = eng.CacheEngine.load(self.ssd)
+        self.addCleanup(again.close)
+        self.assertEqual((2, 2), (again.occupancy(), again.dirty_lines()))
+
     def test_remove_core_cleans(self):
         engine = self.start('wb')
         engine.write(1, 0, b'G' * LINE)
@@ -199,3 +221,77 @@ class IoClassTestCase(_Base):
         self.assertRaises(ValueError, engine.load_io_classes, too_many)
         engine.load_io_classes(too_many[:33])
         self.assertEqual(33, len(engine.io_classes))
+
+    def test_cap_is_ceil_of_share_in_whole_percent(self):
+        engine = self.start('wt', lines=16)
+        # 0.104 -> 10 % of 16 lines = 1.6 -> 2 lines
+        engine.load_io_classes(self.classes((1, 'core_id:eq:1&done', 1,
+                                             0.104)))
+        engine.read(1, 0, 10 * LINE)
+        self.assertEqual(2, engine.occupancy())
+
+    def test_allocation_zero_read_cleans_dirty_overlap_first(self):
+        engine = self.start('wb')
+        engine.write(1, 0, b'N' * LINE)
+        engine.load_io_classes(self.classes((1, 'core_id:eq:1', None, 0.0)))
+        self.assertEqual(b'N' * LINE, engine.read(1, 0, LINE))
+        self.assertEqual(b'N' * LINE, self.on_core(0, LINE))
+        self.assertEqual((0, 1), (engine.occupancy(),
+                                  engine.stats.pass_through_reads))
+
+    def test_pinned_class_kept_across_reboot(self):
+        engine = self.start('wb')
+        engine.load_io_classes(self.classes((4, 'core_id:eq:4', None, 0.5)))
+        engine.close()
+        again = eng.CacheEngine.load(self.ssd)
+        self.addCleanup(again.close)
+        self.assertEqual(eng.IoClass(4, 'core_id:eq:4', None, 0.5),
+                         again.io_classes[1])
+
+    def test_unsupported_rule_refused_and_table_kept(self):
+        engine = self.start('wb')
+        self.assertRaises(ValueError, engine.load_io_classes,
+                          self.classes((1, 'file_size:gt:1', 1, 0.5)))
+        self.assertEqual([0], [c.id for c in engine.io_classes])
+
+
+class CountersTestCase(_Base):
+
+    def test_counters_per_core_and_write_miss_kinds(self):
+        other = os.path.join(self.dir, 'core2')
+        with open(other, 'wb') as f:
+            f.truncate(64 * LINE)
+        engine = self.start('wb')
+        engine.attach_core(2, other)
+        engine.write(1, 0, b'O' * LINE)          # full miss
+        engine.write(1, 0, b'P' * 2 * LINE)      # partial miss
+        engine.write(1, 0, b'Q' * LINE)          # hit
+        engine.read(2, 0, LINE)                  # full miss on core 2
+        one, two = engine.core_stats[1], engine.core_stats[2]
+        self.assertEqual((1, 1, 1, 0), (one.write_full_misses,
+                                        one.write_partial_misses,
+                                        one.write_hits,
+                                        one.read_full_misses))
+        self.assertEqual((0, 1), (two.write_hits + two.write_misses,
+                                  two.read_full_misses))
+        self.assertEqual(3, engine.stats.write_hits +
+                         engine.stats.write_misses)
+        self.assertEqual((2, 2, 1), (engine.occupancy(1),
+                                     engine.dirty_lines(1),
+                                     engine.occupancy(2)))
+
+    def test_drop_core_discards_dirty_lines(self):
+        engine = self.start('wb')
+        engine.write(1, 0, b'R' * 3 * LINE)
+        self.assertEqual(3, engine.drop_core(1))
+        self.assertEqual(0, engine.occupancy())
+        self.assertEqual(b'\0' * LINE, self.on_core(0, LINE))
+
+    def test_detach_core_keeps_lines_for_try_add(self):
+        engine = self.start('wb')
+        engine.write(1, 0, b'S' * LINE)
+        engine.detach_core(1)
+        self.assertRaises(eng.CoreInactive, engine.flush, 1)
+        engine.attach_core(1, self.core)
+        self.assertEqual(1, engine.flush(1))
+        self.assertEqual(b'S' * LINE, self.on_core(0, LINE))
