@@ -54,6 +54,9 @@ OVERRIDDEN = {
                                       'block_device_info'],
     'update_provider_tree': ['self', 'provider_tree', 'nodename',
                              'allocations'],
+    'swap_volume': ['self', 'context', 'old_connection_info',
+                    'new_connection_info', 'instance', 'mountpoint',
+                    'resize_to'],
     'check_can_live_migrate_destination': [
         'self', 'context', 'instance', 'src_compute_info',
         'dst_compute_info', 'block_migration', 'disk_over_commit'],
@@ -131,6 +134,33 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                         'detached.' % (volume.volume_id, volume.mode.value)))
         return super().check_can_live_migrate_source(
             context, instance, dest_check_data, block_device_info)
+
+    def swap_volume(self, context, old_connection_info, new_connection_info,
+                    instance, mountpoint, resize_to):
+        """Flush a cached old volume before the guest moves off it.
+
+        A failed or timed-out flush aborts the swap before anything
+        changed (nova deletes the new attachment; the guest stays on the
+        old volume). After the pivot, a failed detach of the old volume no
+        longer fails the swap: the guest runs on the new volume by then,
+        and the old volume's remaining dirty data stays in the cache.
+        """
+        old = (cached_rbd(old_connection_info)
+               if CONF[opts.GROUP].enabled else None)
+        if old is None:
+            return super().swap_volume(
+                context, old_connection_info, new_connection_info, instance,
+                mountpoint, resize_to)
+        volume_driver = self._cached_rbd_volume_driver()
+        if old.mode.holds_dirty_data and volume_driver.cached_path(
+                old_connection_info):
+            LOG.info('Flushing volume %s before swapping it out',
+                     old.volume_id, instance=instance)
+            volume_driver.flush(old_connection_info)
+        with volume_driver.keeping_data_on_failed_detach(old.volume_id):
+            return super().swap_volume(
+                context, old_connection_info, new_connection_info, instance,
+                mountpoint, resize_to)
 
     def check_can_live_migrate_destination(self, context, instance,
                                            src_compute_info, dst_compute_info,

@@ -20,6 +20,8 @@ every block volume). Encryptors attach after connect, on top of the CAS
 device, so the SSD only ever holds ciphertext.
 """
 
+import contextlib
+
 import nova.conf
 from nova import exception as nova_exception
 from nova import utils as nova_utils
@@ -77,6 +79,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         self.connector = connector or cas_connector.CachedRBDConnector(
             nova_utils.get_root_helper())
         self.net_driver = net.LibvirtNetVolumeDriver(host)
+        self._tolerated: set[str] = set()
 
     @staticmethod
     def cached_path(connection_info) -> str | None:
@@ -183,17 +186,63 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             _clear_fence(volume, 'after its attach failed (nothing of it is '
                                  'cached on this host)')
 
+    def _set_owner(self, data: dict, volume: cas_volume.RBDVolume
+                   ) -> cas_fence.Owner | None:
+        """Put the owner Cinder names *now* into *data*; return it.
+
+        What connect stored in the BDM's connection_info may be stale.
+        """
+        data.pop('cas_owner_epoch', None)
+        if not CONF[opts.GROUP].use_fence_marker:
+            return None
+        owner = fence.client().owner(volume.volume_id)
+        owner_epoch = self._owner_epoch(owner)
+        if owner_epoch is not None:
+            data['cas_owner_epoch'] = owner_epoch
+        return owner
+
+    def flush(self, connection_info) -> bool:
+        """Flush an attached cached volume's dirty data (bounded)."""
+        data = connection_info['data']
+        self._set_owner(data, cas_volume.from_connection_properties(data))
+        return self.connector.flush_volume(data)
+
+    @contextlib.contextmanager
+    def keeping_data_on_failed_detach(self, volume_id: str):
+        """While this lasts, a failed detach of *volume_id* is not fatal.
+
+        For the old volume of a swap after the pivot: the guest already
+        runs on the new volume, so failing would make nova roll back the
+        wrong attachment. The core, its dirty data, its opencas.conf row
+        and the fence marker stay (see "Orphaned dirty core" runbook).
+        """
+        self._tolerated.add(volume_id)
+        try:
+            yield
+        finally:
+            self._tolerated.discard(volume_id)
+
     def disconnect_volume(self, connection_info, instance, force=False):
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
-        data.pop('cas_owner_epoch', None)
-        owner = None
-        if CONF[opts.GROUP].use_fence_marker:
-            # who owns the newest data now (an evacuation may have moved it)
-            owner = fence.client().owner(volume.volume_id)
-            owner_epoch = self._owner_epoch(owner)
-            if owner_epoch is not None:
-                data['cas_owner_epoch'] = owner_epoch
+        if volume.volume_id in self._tolerated:
+            try:
+                self._disconnect(data, volume, instance, force)
+            except cas_exception.CasError as exc:
+                LOG.error('Volume %(vol)s was swapped out, but its cached '
+                          'data could not be written to Ceph: %(err)s. The '
+                          'core and its data stay on this host and its '
+                          'fence marker stays set; see "Orphaned dirty '
+                          'core" in the admin guide.',
+                          {'vol': volume.label, 'err': exc},
+                          instance=instance)
+            return
+        self._disconnect(data, volume, instance, force)
+
+    def _disconnect(self, data: dict, volume: cas_volume.RBDVolume,
+                    instance, force: bool) -> None:
+        # who owns the newest data now (an evacuation may have moved it)
+        owner = self._set_owner(data, volume)
         try:
             # raises, leaving everything in place, if dirty data could be
             # lost; refuses to write data this host no longer owns

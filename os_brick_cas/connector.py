@@ -428,6 +428,30 @@ class CachedRBDConnector(rbd.RBDConnector):
         spec = identity.spec_of_link(core.device, volume.spec)
         devlinks.ensure_link(core.device, device, spec, in_use=False)
 
+    # -- flush in place ------------------------------------------------
+
+    def flush_volume(self, connection_properties: dict[str, Any]) -> bool:
+        """Flush a cached volume's dirty data now, keeping it attached.
+
+        Bounded by ``flush_timeout``; raises FlushFailed/FlushTimedOut with
+        the data still in the cache. Returns False when the volume has no
+        active core here (nothing to flush).
+        """
+        volume = volume_mod.from_connection_properties(connection_properties)
+        with locks.volume_lock(volume.spec):
+            core = self._core_of(volume, self.volume_cache.list_caches())
+            if core is None or not core.active:
+                return False
+            self._refuse_unless_owner(volume, core)
+            identity.verify_link(core.device, 'flush volume %s'
+                                 % volume.label, volume.spec)
+            with locks.cache_lock(core.cache_id):
+                self.volume_cache.casadm.flush(
+                    core.cache_id, core.core_id,
+                    self.volume_cache.conf[opts.GROUP].flush_timeout)
+        LOG.info('Flushed volume %s in place', volume.label)
+        return True
+
     # -- paths and size ------------------------------------------------
 
     def get_volume_paths(self, connection_properties: dict[str, Any]

@@ -13,6 +13,7 @@
 """Swap volume of an attached cached volume leaves no stale core."""
 
 from nova.tests import fixtures as nova_fixtures
+from nova.tests.functional.api import client
 
 from tests.nova.functional import base
 
@@ -55,3 +56,47 @@ class SwapVolumeTestCase(base.CachedVolumeTestBase):
         # apply the block copy to its XML, so that cannot be read back)
         self.assertEqual(new_core.exported,
                          self.stored_device_path(self.server, NEW))
+
+    def test_failed_flush_aborts_the_swap_before_the_guest_moves(self):
+        """Issue 13 (f): the flush used to fail after the pivot."""
+        self._attach_volume(self.server, OLD)
+        [old_core] = self.cores()
+        self.host.set_dirty(old_core.cache_id, old_core.core_id, 20)
+        self.host.inject_fault('flush-core', exit_code=1,
+                               stderr='Error while writing to core device\n')
+        # cast-as-call in the fixtures: the failure surfaces at the API
+        self.assertRaises(client.OpenStackApiException,
+                          self.admin_api.put_server_volume,
+                          self.server['id'], OLD, NEW)
+        # the guest never left the old volume: its core and data stay and
+        # the new volume was never connected here
+        [kept] = self.cores()
+        self.assertEqual((old_core.cache_id, old_core.core_id, 20),
+                         (kept.cache_id, kept.core_id,
+                          self.host.state()['caches'][str(kept.cache_id)][
+                              'cores'][str(kept.core_id)]['dirty']))
+        self.assertEqual(['volume-' + OLD],
+                         [m['name'] for m in self.mappings()])
+        self.assertEqual([], self.host.calls(verb='map')[1:])
+        self.assertEqual(old_core.exported,
+                         self.stored_device_path(self.server, OLD))
+        self.assertEqual({OLD: 'compute1'}, self.cinder.fences)
+
+    def test_failed_detach_after_the_pivot_keeps_old_data_and_the_swap(self):
+        self._attach_volume(self.server, OLD)
+        [old_core] = self.cores()
+        self.host.set_dirty(old_core.cache_id, old_core.core_id, 20)
+        # the flush before the pivot works; the removal after it does not
+        self.host.inject_fault('remove-core', exit_code=1, stderr=(
+            'Error while removing core device %d from cache instance %d\n'
+            'Device opens or mount are pending to this cache\n' % (
+                old_core.core_id, old_core.cache_id)))
+        self.admin_api.put_server_volume(self.server['id'], OLD, NEW)
+        self._wait_for_volume_attach(self.server['id'], NEW)
+        self.assertTrue(self.stored_device_path(
+            self.server, NEW).startswith('/dev/cas1-'))
+        # the old core is still here, its marker too (see the runbook)
+        self.assertIn((old_core.cache_id, old_core.core_id),
+                      [(c.cache_id, c.core_id) for c in self.cores()])
+        self.assertEqual(20, self.host.state()['flushed_blocks'])
+        self.assertEqual('compute1', self.cinder.fences.get(OLD))
