@@ -16,7 +16,9 @@ A compute host that attaches a write-back/write-only volume records itself
 here (its cache may hold writes Ceph does not have); a clean detach clears
 it; an attach elsewhere is refused while it names another host. Cinder has
 no API to write admin metadata, so this extension provides one, admin only,
-which a volume's owner cannot change. Enable it in cinder.conf::
+which a volume's owner cannot change. The same extension refuses snapshots
+and backups of attached write-back volumes synchronously (400) at the API
+(:mod:`cinder_ext.api.sync_guards`). Enable it in cinder.conf::
 
     [DEFAULT]
     osapi_volume_extension = cinder.api.contrib.standard_extensions
@@ -32,6 +34,7 @@ from cinder import exception
 from cinder import volume as cinder_volume
 import webob
 
+from cinder_ext.api import sync_guards
 from cinder_ext import guards
 
 SET_ACTION = 'os-brick-cas-set-fence'
@@ -119,4 +122,8 @@ class Fence(extensions.ExtensionDescriptor):
 
     def get_controller_extensions(self):
         return [extensions.ControllerExtension(self, 'volumes',
-                                               FenceController())]
+                                               FenceController()),
+                extensions.ControllerExtension(
+                    self, 'snapshots', sync_guards.SnapshotGuardController()),
+                extensions.ControllerExtension(
+                    self, 'backups', sync_guards.BackupGuardController())]

@@ -1,0 +1,74 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Refuse snapshots and backups of attached write-back volumes at the API.
+
+The driver refuses them too, but only asynchronously: the snapshot then
+goes to ``error`` after the API said 202, and nova's snapshot of a
+volume-backed server records an image that points at that errored
+snapshot. These pre-processing extensions answer 400 before anything is
+created. Loaded by :class:`cinder_ext.api.fence.Fence`.
+"""
+
+from typing import Any, Iterator
+
+from cinder.api.openstack import wsgi
+from cinder import exception
+from cinder import volume as cinder_volume
+import webob
+
+from cinder_ext import guards
+
+
+class _GuardController(wsgi.Controller):
+    """Runs :func:`guards.refuse_if_dirty_capable` before *operation*."""
+
+    operation = ''
+    body_key = ''
+
+    def __init__(self):
+        super().__init__()
+        self.volume_api = cinder_volume.API()
+
+    def _refuse(self, req: Any, body: Any) -> None:
+        volume_id = ((body or {}).get(self.body_key) or {}).get('volume_id')
+        if not isinstance(volume_id, str):
+            return  # cinder's own schema validation answers
+        context = req.environ['cinder.context']
+        try:
+            volume = self.volume_api.get(context, volume_id)
+        except exception.VolumeNotFound:
+            return  # cinder's own controller answers 404
+        try:
+            guards.refuse_if_dirty_capable(volume, self.operation)
+        except exception.InvalidVolume as exc:
+            raise webob.exc.HTTPBadRequest(explanation=exc.msg)
+
+
+class SnapshotGuardController(_GuardController):
+    operation = 'snapshot'
+    body_key = 'snapshot'
+
+    @wsgi.extends
+    def create(self, req: Any, body: Any) -> Iterator[None]:
+        self._refuse(req, body)
+        yield
+
+
+class BackupGuardController(_GuardController):
+    operation = 'back up'
+    body_key = 'backup'
+
+    @wsgi.extends
+    def create(self, req: Any, body: Any) -> Iterator[None]:
+        self._refuse(req, body)
+        yield
