@@ -102,9 +102,14 @@ def type_show(args: argparse.Namespace) -> int:
 
 
 def fence_show(args: argparse.Namespace) -> int:
-    host = fence.FenceClient(cinder()).get(args.volume)
-    print('volume %s: %s' % (args.volume, 'fenced by host %s' % host if host
-                             else 'not fenced'))
+    client = fence.FenceClient(cinder())
+    owner = client.owner(args.volume)
+    print('volume %s: %s' % (args.volume, 'fenced by host %s%s' % (
+        owner.host, ' (attachment %s)' % owner.epoch if owner.epoch else '')
+        if owner else 'not fenced'))
+    for lost in client.lost(args.volume):
+        print('  declared lost: host %s attachment %s' % (
+            lost.host, lost.epoch or '(not recorded)'))
     return 0
 
 
@@ -121,10 +126,21 @@ def fence_clear(args: argparse.Namespace) -> int:
               'rerun with --host-lost.' % (args.volume, host, host),
               file=sys.stderr)
         return 1
-    client.clear(args.volume)
+    client.clear(args.volume, lost=True)
     print('fence of volume %s (host %s) cleared; writes cached only on %s '
           'are lost' % (args.volume, host, host))
     return 0
+
+
+def discard(args: argparse.Namespace) -> int:
+    """Drop this host's stale cached data of a volume declared lost."""
+    # host side: casadm through privsep (run as root on the compute host)
+    from os_brick_cas import casadm as casadm_mod
+    from os_brick_cas import discard as discard_mod
+    lost = [owner.epoch for owner in
+            fence.FenceClient(cinder()).lost(args.volume) if owner.epoch]
+    return discard_mod.discard(args.volume, lost, args.yes, sys.stdout,
+                               casadm_mod.Casadm())
 
 
 def register_subcommands(subparsers: Any) -> None:
@@ -151,3 +167,12 @@ def register_subcommands(subparsers: Any) -> None:
                         help='confirm the fenced host and its cached '
                              'writes are lost')
     fclear.set_defaults(func=fence_clear)
+    drop = subparsers.add_parser(
+        'discard', help="drop this host's stale cached data of a volume "
+                        "whose owner was declared lost (fence-clear "
+                        "--host-lost); the only command that drops dirty "
+                        "data")
+    drop.add_argument('--volume', required=True, metavar='ID')
+    drop.add_argument('--yes', action='store_true',
+                      help='confirm: drop the data')
+    drop.set_defaults(func=discard)

@@ -27,6 +27,9 @@ from cinder_ext import extra_specs
 ATTACHED_STATES = ('in-use', 'attaching', 'detaching', 'reserved')
 FENCE_KEY = 'os_brick_cas_fence'
 FENCE_EPOCH_KEY = 'os_brick_cas_fence_epoch'
+#: owners declared lost ("host/epoch", newest last, comma separated)
+FENCE_LOST_KEY = 'os_brick_cas_fence_lost'
+_LOST_MAX_CHARS = 255
 
 
 def type_specs(volume_type: Any) -> Mapping[str, str]:
@@ -100,6 +103,25 @@ def fence_epoch(volume: Any) -> Optional[str]:
     """The attachment named by the volume's fence marker, if recorded."""
     metadata = getattr(volume, 'admin_metadata', None) or {}
     return metadata.get(FENCE_EPOCH_KEY) or None
+
+
+def fence_lost(volume: Any) -> list[str]:
+    """Owners ("host/epoch") whose cached data was declared lost."""
+    metadata = getattr(volume, 'admin_metadata', None) or {}
+    value = metadata.get(FENCE_LOST_KEY) or ''
+    return [entry for entry in value.split(',') if entry]
+
+
+def with_lost(volume: Any, host: str, epoch: Optional[str]) -> str:
+    """The lost record of *volume* with ``host/epoch`` appended.
+
+    Oldest entries go first when the admin metadata value would exceed
+    255 characters.
+    """
+    entries = fence_lost(volume) + ['%s/%s' % (host, epoch or '')]
+    while len(','.join(entries)) > _LOST_MAX_CHARS and len(entries) > 1:
+        entries.pop(0)
+    return ','.join(entries)
 
 
 def refuse_fenced_connection(volume: Any, connector: Optional[dict]) -> None:

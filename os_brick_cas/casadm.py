@@ -333,6 +333,21 @@ class Casadm(object):
                cache_id=core.cache_id, core_id=core.core_id,
                device=core.device, timeout=timeout)
 
+    def discard_core(self, core: Core) -> None:
+        """Remove *core* without flushing (drops its dirty data).
+
+        Only ``os-brick-cas discard`` calls this, for data Cinder records
+        as lost; every other path refuses to drop dirty data.
+        """
+        timeout = self._timeout
+        _check('--remove-core --force' if core.active else
+               '--remove-inactive --force',
+               priv_casadm.discard_core(validation.cache_id(core.cache_id),
+                                        validation.core_id(core.core_id),
+                                        not core.active, timeout),
+               cache_id=core.cache_id, core_id=core.core_id,
+               device=core.device, timeout=timeout)
+
     def flush(self, cache_id: int, core_id: Optional[int],
               timeout: int) -> None:
         """Flush one core, or the whole cache when *core_id* is None.

@@ -30,6 +30,7 @@ SET_ACTION = 'os-brick-cas-set-fence'
 CLEAR_ACTION = 'os-brick-cas-clear-fence'
 ATTRIBUTE = 'os-brick-cas:fence'
 EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
+LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +65,16 @@ class FenceClient(object):
             return None
         return Owner(host, getattr(volume, EPOCH_ATTRIBUTE, None) or None)
 
+    def lost(self, volume_id: str) -> list[Owner]:
+        """Owners whose cached data of the volume was declared lost."""
+        volume = self.cinder.volumes.get(volume_id)
+        entries = (getattr(volume, LOST_ATTRIBUTE, None) or '').split(',')
+        owners = []
+        for entry in filter(None, entries):
+            host, _sep, epoch = entry.partition('/')
+            owners.append(Owner(host, epoch or None))
+        return owners
+
     def set(self, volume_id: str, host: str,
             epoch: Optional[str] = None) -> None:
         """Record that *host* (attachment *epoch*) may hold unsaved writes."""
@@ -75,7 +86,13 @@ class FenceClient(object):
                  '(attachment %(epoch)s)',
                  {'vol': volume_id, 'host': host, 'epoch': epoch})
 
-    def clear(self, volume_id: str) -> None:
-        """Drop the marker (after a clean detach, or knowingly)."""
-        self.cinder.volumes._action(CLEAR_ACTION, volume_id, {})
-        LOG.info('Fence marker of volume %s cleared', volume_id)
+    def clear(self, volume_id: str, lost: bool = False) -> None:
+        """Drop the marker (after a clean detach, or knowingly).
+
+        With *lost*, Cinder records the cleared owner as lost: only then
+        may that host's stale cached data be discarded.
+        """
+        self.cinder.volumes._action(CLEAR_ACTION, volume_id,
+                                    {'lost': True} if lost else {})
+        LOG.info('Fence marker of volume %s cleared%s', volume_id,
+                 ' (owner declared lost)' if lost else '')

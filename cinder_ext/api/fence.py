@@ -41,6 +41,7 @@ SET_ACTION = 'os-brick-cas-set-fence'
 CLEAR_ACTION = 'os-brick-cas-clear-fence'
 ATTRIBUTE = 'os-brick-cas:fence'
 EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
+LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
 _HOST = re.compile(r'^[A-Za-z0-9_.:@-]{1,255}$')
 _EPOCH = re.compile(r'^[A-Za-z0-9-]{1,64}$')
 
@@ -85,10 +86,22 @@ class FenceController(wsgi.Controller):
     @wsgi.action(CLEAR_ACTION)
     def _clear_fence(self, req, id, body):
         context = self._admin_context(req)
+        lost = (body.get(CLEAR_ACTION) or {}).get('lost', False)
+        if not isinstance(lost, bool):
+            raise webob.exc.HTTPBadRequest(
+                explanation="'%s' takes {'lost': true|false}" % CLEAR_ACTION)
         try:
-            self.volume_api.get(context, id)
+            volume = self.volume_api.get(context, id)
         except exception.VolumeNotFound as exc:
             raise webob.exc.HTTPNotFound(explanation=exc.msg)
+        host = guards.fence_host(volume)
+        if lost and host:
+            # what os-brick-cas discard checks before dropping that
+            # host's stale cached data of this volume
+            self.volume_api.update_volume_admin_metadata(
+                context.elevated(), volume, {guards.FENCE_LOST_KEY: (
+                    guards.with_lost(volume, host,
+                                     guards.fence_epoch(volume)))})
         for key in (guards.FENCE_KEY, guards.FENCE_EPOCH_KEY):
             try:
                 db.volume_admin_metadata_delete(context.elevated(), id, key)
@@ -100,6 +113,7 @@ class FenceController(wsgi.Controller):
         db_volume = req.get_db_volume(resp_volume['id'])
         resp_volume[ATTRIBUTE] = guards.fence_host(db_volume)
         resp_volume[EPOCH_ATTRIBUTE] = guards.fence_epoch(db_volume)
+        resp_volume[LOST_ATTRIBUTE] = ','.join(guards.fence_lost(db_volume))
 
     @wsgi.extends
     def show(self, req, resp_obj, id):

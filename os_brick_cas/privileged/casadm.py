@@ -168,3 +168,17 @@ def stats(cache_id: int, core_id: Optional[int], timeout: int) -> Result:
 def version(timeout: int) -> Result:
     """Versions of casadm and the kernel module in CSV."""
     return _run(['--version', '--output-format', 'csv'], timeout)
+
+
+@privileged.default.entrypoint
+def discard_core(cache_id: int, core_id: int, inactive: bool,
+                 timeout: int) -> Result:
+    """Remove a core WITHOUT flushing it: its dirty data is dropped.
+
+    Only for ``os-brick-cas discard``, after Cinder recorded the data's
+    owner as lost and the operator confirmed.
+    """
+    verb = '--remove-inactive' if inactive else '--remove-core'
+    return _run([verb, '--cache-id', str(validation.cache_id(cache_id)),
+                 '--core-id', str(validation.core_id(core_id)), '--force'],
+                timeout)

@@ -71,6 +71,30 @@ class FenceExtensionTestCase(test.TestCase):
             self.assertIn('administrator', str(exc))
         self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
 
+    def test_clear_as_lost_records_the_owner(self):
+        for epoch in ('att-1', 'att-2'):
+            self.controller._set_fence(
+                self.request(), self.volume.id,
+                {fence.SET_ACTION: {'host': 'compute-1', 'epoch': epoch}})
+            self.controller._clear_fence(
+                self.request(), self.volume.id,
+                {fence.CLEAR_ACTION: {'lost': True}})
+        volume = objects.Volume.get_by_id(self.admin, self.volume.id)
+        self.assertEqual(['compute-1/att-1', 'compute-1/att-2'],
+                         guards.fence_lost(volume))
+        # a clean detach's clear records nothing
+        self.controller._set_fence(
+            self.request(), self.volume.id,
+            {fence.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-3'}})
+        self.controller._clear_fence(self.request(), self.volume.id,
+                                     {fence.CLEAR_ACTION: {}})
+        volume = objects.Volume.get_by_id(self.admin, self.volume.id)
+        self.assertEqual(2, len(guards.fence_lost(volume)))
+        self.assertRaises(webob.exc.HTTPBadRequest,
+                          self.controller._clear_fence, self.request(),
+                          self.volume.id, {fence.CLEAR_ACTION: {
+                              'lost': 'yes'}})
+
     def test_bad_host_refused(self):
         for host in (None, '', 'a b', 'x;reboot', 42):
             self.assertRaises(webob.exc.HTTPBadRequest,

@@ -60,6 +60,7 @@ class FakeFenceCinder(object):
     def __init__(self):
         self.fences: dict[str, str] = {}
         self.epochs: dict[str, str] = {}
+        self.lost: dict[str, list[str]] = {}
         self.adapter = requests_mock.Adapter()
         self.adapter.register_uri(
             'GET', re.compile(CINDER + '/volumes/[^/]+$'), json=self._show)
@@ -72,7 +73,9 @@ class FakeFenceCinder(object):
         return {'volume': {'id': volume_id,
                            'os-brick-cas:fence': self.fences.get(volume_id),
                            'os-brick-cas:fence-epoch':
-                               self.epochs.get(volume_id)}}
+                               self.epochs.get(volume_id),
+                           'os-brick-cas:fence-lost':
+                               ','.join(self.lost.get(volume_id, []))}}
 
     def _action(self, request, context):
         volume_id = request.path.split('/')[-2]
@@ -82,8 +85,11 @@ class FakeFenceCinder(object):
             self.epochs[volume_id] = body['os-brick-cas-set-fence'].get(
                 'epoch')
         elif 'os-brick-cas-clear-fence' in body:
-            self.fences.pop(volume_id, None)
-            self.epochs.pop(volume_id, None)
+            host = self.fences.pop(volume_id, None)
+            epoch = self.epochs.pop(volume_id, None)
+            if body['os-brick-cas-clear-fence'].get('lost') and host:
+                self.lost.setdefault(volume_id, []).append(
+                    '%s/%s' % (host, epoch or ''))
         return ''
 
     def session(self) -> ks_session.Session:

@@ -256,11 +256,14 @@ class EvacuateTestCase(TwoComputesTestBase):
         self.useFixture(output.CaptureOutput())
 
     def fence_clear(self, *args: str) -> tuple[int, str]:
+        return self.cli('fence-clear', WB_VOL, *args)
+
+    def cli(self, *argv: str) -> tuple[int, str]:
         admin.session_factory = self.cinder.session
         self.addCleanup(setattr, admin, 'session_factory', None)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(['fence-clear', WB_VOL] + list(args))
+            code = cli.main(list(argv))
         return code, out.getvalue() + err.getvalue()
 
     def test_evacuate_refused_while_fenced_then_released(self):
@@ -341,3 +344,22 @@ class EvacuateTestCase(TwoComputesTestBase):
         self.assertEqual(second_epoch, self.cinder.epochs[WB_VOL])
         server = self.api.get_server(server['id'])
         self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
+
+        # the operator drops the stale blocks: only with the owner Cinder
+        # recorded as lost, and only when confirmed
+        with self.on_host('compute1'):
+            code, text = self.cli('discard', '--volume', WB_VOL)
+            self.assertEqual(1, code, text)
+            self.assertIn('Rerun with --yes', text)
+            self.assertEqual(1, len(self.cores('compute1')))
+            code, text = self.cli('discard', '--volume', WB_VOL, '--yes')
+            self.assertEqual(0, code, text)
+        self.assertEqual([], self.cores('compute1'))
+        self.assertEqual(64, self.host.state()['dropped_dirty_blocks'])
+        self.assertEqual(0, self.host.state()['flushed_blocks'])
+        # compute2's live data is never a discard candidate
+        with self.on_host('compute2'):
+            code, text = self.cli('discard', '--volume', WB_VOL, '--yes')
+        self.assertEqual(1, code, text)
+        self.assertIn('does not record as lost', text)
+        self.assertEqual(1, len(self.cores('compute2')))

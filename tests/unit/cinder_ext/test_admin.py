@@ -78,9 +78,14 @@ class AdminCommandsTestCase(testtools.TestCase):
 
     def test_fence_show(self):
         self.http.get(ENDPOINT + '/volumes/' + VOLUME, json={'volume': {
-            'id': VOLUME, 'os-brick-cas:fence': 'compute-3'}})
+            'id': VOLUME, 'os-brick-cas:fence': 'compute-3',
+            'os-brick-cas:fence-epoch': 'att-9',
+            'os-brick-cas:fence-lost': 'compute-1/att-1'}})
         self.assertEqual(0, self.run_cli('fence-show', VOLUME))
-        self.assertIn('fenced by host compute-3', self.out.getvalue())
+        self.assertIn('fenced by host compute-3 (attachment att-9)',
+                      self.out.getvalue())
+        self.assertIn('declared lost: host compute-1 attachment att-1',
+                      self.out.getvalue())
 
     def test_fence_clear_needs_confirmation(self):
         self.http.get(ENDPOINT + '/volumes/' + VOLUME, json={'volume': {
@@ -92,7 +97,8 @@ class AdminCommandsTestCase(testtools.TestCase):
         self.assertFalse(action.called)
         self.assertEqual(0, self.run_cli('fence-clear', VOLUME,
                                          '--host-lost'))
-        self.assertEqual({'os-brick-cas-clear-fence': {}},
+        # cinder records the cleared owner as lost (what discard checks)
+        self.assertEqual({'os-brick-cas-clear-fence': {'lost': True}},
                          action.last_request.json())
 
     def test_refused_mode_is_not_sent(self):

@@ -1,0 +1,72 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Dropping a volume's stale cached data that Cinder records as lost.
+
+The one path in os-brick-cas that drops dirty data on purpose: after
+``fence-clear --host-lost`` declared an owner (host + attachment) lost and
+its server moved on, that host's cached blocks of the volume are older
+than what Ceph has. They may go only if this host's ownership record names
+an attachment on Cinder's lost list, and the operator confirms.
+"""
+
+from typing import Iterable, TextIO
+
+from oslo_log import log as logging
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import locks
+from os_brick_cas import ownership
+from os_brick_cas.privileged import devices as priv_devices
+from os_brick_cas import report
+
+LOG = logging.getLogger(__name__)
+
+
+def discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
+            out: TextIO, casadm: casadm_mod.Casadm) -> int:
+    """Drop *volume_id*'s core here if its attachment was declared lost.
+
+    Returns the exit code: 0 dropped (or nothing cached), 1 refused or
+    not confirmed.
+    """
+    lost = set(lost_epochs)
+    core = report.find_volume_core(report.host_report(casadm), volume_id)
+    if core is None:
+        print('volume %s has no core on this host; nothing to discard'
+              % volume_id, file=out)
+        return 0
+    label = 'core %d of cache instance %d (%s, %s dirty blocks)' % (
+        core.cache_id, core.core_id, core.status, core.dirty_blocks)
+    record = ownership.read(core.core_device)
+    if record is None or record.epoch not in lost:
+        print('refused: %s of volume %s belongs to attachment %s, which '
+              'Cinder does not record as lost; its data may be the newest '
+              'there is. Detach or re-attach the volume on this host to '
+              'flush it instead.' % (label, volume_id,
+                                     record.epoch if record else
+                                     '(unknown: no ownership record)'),
+              file=out)
+        return 1
+    if not confirmed:
+        print('would DROP %s of volume %s (attachment %s, declared lost). '
+              'Rerun with --yes to drop it.' % (label, volume_id,
+                                                record.epoch), file=out)
+        return 1
+    with locks.cache_lock(core.cache_id):
+        casadm.discard_core(core.core)
+    LOG.warning('Discarded %s of volume %s: attachment %s was declared '
+                'lost', label, volume_id, record.epoch)
+    priv_devices.forget_core(core.cache_id, core.core_id, core.core_device)
+    priv_devices.forget_owner(core.core_device, core.cache_id, core.core_id)
+    print('dropped %s of volume %s' % (label, volume_id), file=out)
+    return 0
