@@ -140,4 +140,7 @@ class Fence(extensions.ExtensionDescriptor):
                 extensions.ControllerExtension(
                     self, 'snapshots', sync_guards.SnapshotGuardController()),
                 extensions.ControllerExtension(
-                    self, 'backups', sync_guards.BackupGuardController())]
+                    self, 'backups', sync_guards.BackupGuardController()),
+                extensions.ControllerExtension(
+                    self, 'volumes',
+                    sync_guards.FencedVolumeGuardController())]

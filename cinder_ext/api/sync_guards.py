@@ -10,13 +10,19 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Refuse snapshots and backups of attached write-back volumes at the API.
+"""Refusals cinder must give at the API, before anything is scheduled.
 
-The driver refuses them too, but only asynchronously: the snapshot then
-goes to ``error`` after the API said 202, and nova's snapshot of a
-volume-backed server records an image that points at that errored
-snapshot. These pre-processing extensions answer 400 before anything is
-created. Loaded by :class:`cinder_ext.api.fence.Fence`.
+* Snapshots and backups of attached write-back volumes. The driver
+  refuses them too, but only asynchronously: the snapshot then goes to
+  ``error`` after the API said 202, and nova's snapshot of a volume-backed
+  server records an image that points at that errored snapshot.
+* Retype, migration and unmanage of a volume whose fence marker is set
+  (a host may hold its newest writes), attached or not: when the driver's
+  retype refuses, cinder falls back to a generic migration that copies
+  the stale image.
+
+These pre-processing extensions answer 400 before anything happens.
+Loaded by :class:`cinder_ext.api.fence.Fence`.
 """
 
 from typing import Any, Iterator
@@ -71,4 +77,44 @@ class BackupGuardController(_GuardController):
     @wsgi.extends
     def create(self, req: Any, body: Any) -> Iterator[None]:
         self._refuse(req, body)
+        yield
+
+
+class FencedVolumeGuardController(wsgi.Controller):
+    """Volume actions that must wait until no host may hold newer data."""
+
+    def __init__(self):
+        super().__init__()
+        self.volume_api = cinder_volume.API()
+
+    def _refuse_if_fenced(self, req: Any, volume_id: str,
+                          operation: str) -> None:
+        context = req.environ['cinder.context']
+        try:
+            volume = self.volume_api.get(context, volume_id)
+        except exception.VolumeNotFound:
+            return  # cinder's own controller answers 404
+        host = guards.fence_host(volume)
+        if host:
+            raise webob.exc.HTTPBadRequest(explanation=(
+                'cannot %(op)s volume %(vol)s: host %(host)s may hold its '
+                'newest writes in its Open CAS cache (fence marker set). '
+                'Detach it cleanly on %(host)s first; only if that host is '
+                "lost for good: 'os-brick-cas fence-clear %(vol)s "
+                "--host-lost'." % {'op': operation, 'vol': volume_id,
+                                   'host': host}))
+
+    @wsgi.extends(action='os-retype')
+    def _retype(self, req: Any, id: str, body: Any) -> Iterator[None]:
+        self._refuse_if_fenced(req, id, 'retype')
+        yield
+
+    @wsgi.extends(action='os-migrate_volume')
+    def _migrate(self, req: Any, id: str, body: Any) -> Iterator[None]:
+        self._refuse_if_fenced(req, id, 'migrate')
+        yield
+
+    @wsgi.extends(action='os-unmanage')
+    def _unmanage(self, req: Any, id: str, body: Any) -> Iterator[None]:
+        self._refuse_if_fenced(req, id, 'unmanage')
         yield

@@ -19,6 +19,7 @@ pre-processing generator runs as cinder's wsgi layer runs it.
 """
 
 from cinder import context
+from cinder.db import api as db
 from cinder.tests.unit.api import fakes
 from cinder.tests.unit import test
 from cinder.tests.unit import utils
@@ -26,6 +27,7 @@ import ddt
 import webob
 
 from cinder_ext.api import sync_guards
+from cinder_ext import guards
 
 
 def _specs(mode):
@@ -71,3 +73,34 @@ class SyncGuardTestCase(test.TestCase):
                 (sync_guards.SnapshotGuardController(), 'snapshot'),
                 (sync_guards.BackupGuardController(), 'backup')):
             self.run_guard(controller, key, volume)
+
+
+@ddt.ddt
+class FencedVolumeGuardTestCase(test.TestCase):
+    """Issue 13 point 4: retype/migrate/unmanage while a host is fenced."""
+
+    def setUp(self):
+        super().setUp()
+        self.admin = context.get_admin_context()
+        self.controller = sync_guards.FencedVolumeGuardController()
+
+    def run_guard(self, method, volume):
+        req = fakes.HTTPRequest.blank(
+            '/v3/%s/volumes/%s/action' % (fakes.FAKE_UUID, volume.id),
+            use_admin_context=True)
+        next(getattr(self.controller, method)(req, volume.id, body={}))
+
+    @ddt.data('_retype', '_migrate', '_unmanage')
+    def test_refused_while_fenced_even_when_available(self, method):
+        volume = utils.create_volume(self.admin, status='available')
+        db.volume_admin_metadata_update(
+            self.admin, volume.id, {guards.FENCE_KEY: 'compute-1'}, False)
+        exc = self.assertRaises(webob.exc.HTTPBadRequest, self.run_guard,
+                                method, volume)
+        self.assertIn('host compute-1 may hold its newest writes',
+                      exc.explanation)
+
+    @ddt.data('_retype', '_migrate', '_unmanage')
+    def test_allowed_without_marker(self, method):
+        volume = utils.create_volume(self.admin, status='available')
+        self.run_guard(method, volume)
