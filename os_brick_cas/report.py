@@ -23,6 +23,7 @@ from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
+from os_brick_cas import ownership
 from os_brick_cas import rbd_names
 from os_brick_cas import validation
 
@@ -48,6 +49,8 @@ class CoreReport:
     occupancy_blocks: Optional[int]
     read_hit_ratio: Optional[float]
     write_hit_ratio: Optional[float]
+    #: the Cinder attachment whose data the core caches (ownership record)
+    attachment: Optional[str] = None
 
     @property
     def core(self) -> casadm_mod.Core:
@@ -152,7 +155,16 @@ def core_report(casadm: casadm_mod.Casadm,
         dirty_blocks=_int(stats, casadm_mod.DIRTY_BLOCKS),
         occupancy_blocks=_int(stats, 'Occupancy [4KiB Blocks]'),
         read_hit_ratio=hit_ratio(stats, 'Read'),
-        write_hit_ratio=hit_ratio(stats, 'Write'))
+        write_hit_ratio=hit_ratio(stats, 'Write'),
+        attachment=_attachment_of(core.device))
+
+
+def _attachment_of(core_device: str) -> Optional[str]:
+    try:
+        record = ownership.read(core_device)
+    except exception.InvalidInput:
+        return None     # not a link os-brick-cas manages
+    return record.epoch if record else None
 
 
 def host_report(casadm: casadm_mod.Casadm,

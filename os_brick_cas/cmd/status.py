@@ -78,6 +78,8 @@ def render_table(reports: list[report.CacheReport]) -> str:
                 report.percent(core.read_hit_ratio),
                 report.percent(core.write_hit_ratio),
                 core.rbd_device or core.core_device))
+            if core.attachment:
+                lines.append('        attachment %s' % core.attachment)
         lines.append('')
     lines.append('DIRTY is in 4 KiB blocks not yet written to Ceph.')
     return '\n'.join(lines) + '\n'
