@@ -16,9 +16,11 @@
 Cinder's fence marker names as owner on this host ('' = none here).
 """
 
+from os_brick_cas import casadm
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 from os_brick_cas import ownership
+from os_brick_cas import report
 from tests.functional import base
 
 EPOCH_A = 'a0a0a0a0-0000-4000-8000-00000000000a'
@@ -40,6 +42,10 @@ class OwnershipTestCase(base.FunctionalTestCase):
         self.attach(image, 'wt', EPOCH_A)
         [old] = self.cores()
         self.assertEqual(EPOCH_A, ownership.read(old.device).epoch)
+        # status shows it
+        core_report = report.find_volume_core(
+            report.host_report(casadm.Casadm()), 'volumes/' + image)
+        self.assertEqual(EPOCH_A, core_report.attachment)
         self.host.reboot()                       # core left inactive
         props, info = self.attach(image, 'wt', EPOCH_B)
         [new] = self.cores()
