@@ -20,6 +20,7 @@ admin.
 
 import argparse
 import os
+import socket
 import sys
 from typing import Any, Callable, Optional
 
@@ -143,6 +144,26 @@ def discard(args: argparse.Namespace) -> int:
                                casadm_mod.Casadm())
 
 
+def recover(args: argparse.Namespace) -> int:
+    """Flush an orphaned core whose attachment Cinder still names."""
+    from os_brick_cas import casadm as casadm_mod
+    from os_brick_cas import recover as recover_mod
+    client = fence.FenceClient(cinder())
+    owner = client.owner(args.volume)
+    if owner is None or owner.host != args.host:
+        print('refused: the fence marker of volume %s names %s, not this '
+              'host (%s): the data cached here is not the newest there is '
+              '(see "os-brick-cas discard").' % (
+                  args.volume, 'host %s' % owner.host if owner else
+                  'no host', args.host), file=sys.stderr)
+        return 1
+    code = recover_mod.recover(args.volume, owner.epoch, args.rbd_user,
+                               sys.stdout, casadm_mod.Casadm())
+    if code == 0:
+        client.clear(args.volume)
+    return code
+
+
 def register_subcommands(subparsers: Any) -> None:
     """Add type-create, type-show, fence-show, fence-clear."""
     create = subparsers.add_parser(
@@ -176,3 +197,14 @@ def register_subcommands(subparsers: Any) -> None:
     drop.add_argument('--yes', action='store_true',
                       help='confirm: drop the data')
     drop.set_defaults(func=discard)
+    rec = subparsers.add_parser(
+        'recover', help='flush and remove the core of a volume whose '
+                        'server is gone while this host still owns its '
+                        'newest data (fence marker), then clear the marker')
+    rec.add_argument('--volume', required=True, metavar='ID')
+    rec.add_argument('--host', default=socket.gethostname(),
+                     help="this compute host's name as nova knows it "
+                          '(default: %(default)s)')
+    rec.add_argument('--rbd-user', default='cinder',
+                     help='Ceph user for rbd map (default: %(default)s)')
+    rec.set_defaults(func=recover)

@@ -249,6 +249,60 @@ class StoppedCacheRebootTestCase(LifecycleTestBase):
         self.assertEqual({}, self.cinder.fences)
 
 
+class OrphanedCoreTestCase(LifecycleTestBase):
+    """A server deleted while its host was down leaves a dirty core."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(output.CaptureOutput())
+
+    def cli(self, *argv: str) -> tuple[int, str]:
+        admin.session_factory = self.cinder.session
+        self.addCleanup(setattr, admin, 'session_factory', None)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(list(argv))
+        return code, out.getvalue() + err.getvalue()
+
+    def test_recover_flushes_the_orphan_and_clears_the_marker(self):
+        self.start_compute('compute1')
+        server = self._create_server(networks='none')
+        self.flags(host='compute1')
+        self._attach_volume(server, WB_VOL)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 48)
+        # compute1 goes down; the server is deleted meanwhile (nova's
+        # local delete: no detach ever reaches the host)
+        self.computes['compute1'].stop()
+        service_id = self.admin_api.get_services(
+            host='compute1', binary='nova-compute')[0]['id']
+        self.admin_api.put_service_force_down(service_id, True)
+        self._delete_server(server)
+        self.host.reboot()
+        self.restart_compute_service('compute1',
+                                     keep_hypervisor_state=False)
+        self.admin_api.put_service_force_down(service_id, False)
+        [orphan] = self.cores()
+        self.assertEqual(('Inactive', 48), (orphan.status, self.host.state()[
+            'caches'][str(orphan.cache_id)]['cores'][str(
+                orphan.core_id)]['dirty']))
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+
+        # another host name is refused: its data would not be the newest
+        code, text = self.cli('recover', '--volume', WB_VOL,
+                              '--host', 'compute9')
+        self.assertEqual(1, code, text)
+        self.assertIn('not the newest', text)
+        code, text = self.cli('recover', '--volume', WB_VOL,
+                              '--host', 'compute1')
+        self.assertEqual(0, code, text)
+        self.assertEqual([], self.cores())
+        self.assertEqual([], self.mappings())
+        self.assertEqual(48, self.host.state()['flushed_blocks'])
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assertEqual({}, self.cinder.fences)
+
+
 class EvacuateTestCase(TwoComputesTestBase):
 
     def setUp(self):

@@ -1,0 +1,76 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Writing an orphaned core's data to Ceph: its attachment is gone.
+
+A server was deleted, or its volume force-detached, while the host was
+down: no attachment will ever detach the core, but its data is the newest
+there is (the fence marker still names this host and that attachment).
+``recover`` maps the image, re-activates and flushes the core, removes it
+and unmaps - the detach nova never sent, with the same safety rules.
+"""
+
+import os
+from typing import Optional, TextIO
+import uuid
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import connector as connector_mod
+from os_brick_cas import ownership
+from os_brick_cas import rbd_names
+from os_brick_cas import report
+
+
+def recover(volume_id: str, owner_epoch: Optional[str], rbd_user: str,
+            out: TextIO, casadm: casadm_mod.Casadm,
+            connector: Optional[connector_mod.CachedRBDConnector] = None
+            ) -> int:
+    """Flush and remove *volume_id*'s core here; 0 done, 1 refused."""
+    reports = report.host_report(casadm)
+    core = report.find_volume_core(reports, volume_id)
+    if core is None:
+        print('volume %s has no core on this host; nothing to recover'
+              % volume_id, file=out)
+        return 0
+    record = ownership.read(core.core_device)
+    if owner_epoch is not None and (record is None or
+                                    record.epoch != owner_epoch):
+        print('refused: core %d of cache instance %d belongs to attachment '
+              '%s, but Cinder names attachment %s as the owner; its data '
+              'is not the newest (see "os-brick-cas discard").' % (
+                  core.core_id, core.cache_id,
+                  record.epoch if record else '(no record)', owner_epoch),
+              file=out)
+        return 1
+    spec = rbd_names.parse_link_name(os.path.basename(core.core_device))
+    if spec is None:
+        print('refused: %s is not a link os-brick-cas names; detach the '
+              'volume through nova instead.' % core.core_device, file=out)
+        return 1
+    [mode] = [cache.mode for cache in reports
+              if cache.cache_id == core.cache_id]
+    props = {
+        'name': '/'.join(p for p in (spec.pool, spec.namespace, spec.image)
+                         if p),
+        'volume_id': volume_id, 'cacheable': True,
+        'cache_mode': mode.rsplit('->', 1)[-1],
+        'cluster_fsid': str(uuid.UUID(hex=spec.fsid)),
+        'auth_username': rbd_user, 'auth_enabled': True,
+        'hosts': [], 'ports': []}
+    if record is not None:
+        props['cas_owner_epoch'] = record.epoch
+    (connector or connector_mod.CachedRBDConnector(None)).disconnect_volume(
+        props, None)
+    print('recovered volume %s: core %d of cache instance %d flushed to '
+          'Ceph and removed' % (volume_id, core.core_id, core.cache_id),
+          file=out)
+    return 0
