@@ -38,7 +38,9 @@ from cinder.volume import driver as cinder_driver
 from cinder.volume.drivers import rbd as cinder_rbd
 import fixtures
 import os_brick.privileged
+from oslo_concurrency import processutils
 from oslo_config import cfg
+import tenacity
 
 from cinder_ext import rbd as ext_rbd
 from os_brick_cas import connector as cas_connector
@@ -91,6 +93,12 @@ def shared_cluster() -> ceph_cluster.CephCluster:
         atexit.register(cluster.cleanUp)
         _CLUSTER = cluster
     return _CLUSTER
+
+
+def _mon_transient(exc: BaseException) -> bool:
+    return (isinstance(exc, processutils.ProcessExecutionError) and
+            'problem getting command descriptions from mon' in (
+                exc.stderr or ''))
 
 
 class CephTestCase(test.TestCase):
@@ -197,7 +205,24 @@ class CephTestCase(test.TestCase):
         with self.ceph_image(image) as img:
             return img.size()
 
+    def initialize_connection(self, volume: Any) -> dict:
+        """cinder's initialize_connection, as the volume manager calls it.
+
+        Its ``ceph mon dump`` was seen once to fail with "Error EPERM:
+        problem getting command descriptions from mon" on a loaded
+        2-CPU machine (the one-mon test cluster, not our code); that
+        exact transient refusal is retried briefly, nothing else is.
+        """
+        for attempt in tenacity.Retrying(
+                retry=tenacity.retry_if_exception(_mon_transient),
+                stop=tenacity.stop_after_attempt(4),
+                wait=tenacity.wait_fixed(2), reraise=True):
+            with attempt:
+                return self.driver.initialize_connection(
+                    volume, {'host': 'cmp1'})
+        raise AssertionError('unreachable')
+
     def attach(self, volume: Any) -> tuple[dict, dict]:
-        info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
+        info = self.initialize_connection(volume)
         device = self.connector.connect_volume(info['data'])
         return info['data'], device

@@ -133,7 +133,7 @@ class NovaVolumeDriverTestCase(base.CephTestCase):
 
     def run_nova_attach(self, volume: Any, write: bool = True
                         ) -> dict[str, Any]:
-        info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
+        info = self.initialize_connection(volume)
         group = base.CONF[opts.GROUP]
         request = {
             'connection_info': info,
