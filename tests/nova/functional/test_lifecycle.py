@@ -303,6 +303,42 @@ class OrphanedCoreTestCase(LifecycleTestBase):
         self.assertEqual({}, self.cinder.fences)
 
 
+class CleanCoreReuseTestCase(LifecycleTestBase):
+    """Issue 13 (d): a wt core of an earlier attachment served old lines."""
+
+    def test_new_attachment_never_reuses_a_left_over_clean_core(self):
+        self.start_compute('compute1')
+        self.flags(host='compute1')
+        first = self._create_server(networks='none')
+        self._attach_volume(first, WT_VOL)
+        [old] = self.cores()
+        # a crash; the server is deleted while the host is down, so the
+        # wt core stays behind, inactive, with its (soon stale) lines
+        self.computes['compute1'].stop()
+        service_id = self.admin_api.get_services(
+            host='compute1', binary='nova-compute')[0]['id']
+        self.admin_api.put_service_force_down(service_id, True)
+        self._delete_server(first)
+        self.host.reboot()
+        self.restart_compute_service('compute1',
+                                     keep_hypervisor_state=False)
+        self.admin_api.put_service_force_down(service_id, False)
+        [left] = self.cores()
+        self.assertEqual((old.cache_id, old.core_id, 'Inactive'),
+                         (left.cache_id, left.core_id, left.status))
+
+        second = self._create_server(networks='none')
+        self._attach_volume(second, WT_VOL)
+        [fresh] = self.cores()
+        self.assertEqual('Active', fresh.status)
+        # the old core was removed and a new one added, not re-activated
+        self.assertEqual([], self.host.calls(verb='try-add'))
+        self.assertEqual(1, len(self.host.calls(verb='remove-inactive')))
+        self.assertEqual(2, len(self.host.calls(verb='add-core')))
+        self.detach(second, WT_VOL)
+        self.assertEqual([], self.cores())
+
+
 class EvacuateTestCase(TwoComputesTestBase):
 
     def setUp(self):
