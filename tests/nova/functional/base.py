@@ -42,6 +42,7 @@ import requests
 import requests_mock
 
 from nova_ext import cmd as nova_cmd
+from nova_ext import driver as nova_driver  # noqa: F401 ([os_brick_cas_nova])
 from nova_ext import hook as nova_hook
 from os_brick_cas import casadm
 import os_brick_cas.privileged
