@@ -6,14 +6,16 @@
 # the plugins were enabled. What runs where:
 #   stack pre-install  check the settings; Open CAS build dependencies
 #   stack install      Open CAS (unless casadm exists), the package into
-#                      nova's/cinder's environment, the nova shim
+#                      nova's/cinder's environment, check nova loads the
+#                      driver (nova-shim check)
 #   stack post-config  rootwrap filter, udev rule, cache instances and
 #                      opencas.conf, nova.conf (before devstack copies it to
 #                      nova-cpu.conf), cinder.conf
 #   stack extra        check nova-cpu.conf, create the cas-<mode> types
 #   stack test-config  tempest.conf [os_brick_cas_tempest]
-#   unstack            flush and stop the caches (never dropping dirty data)
-#   clean              shim, installed files, loop files, RAM disks
+#   unstack            shut down guests using cached volumes, then flush and
+#                      stop the caches (never dropping dirty data)
+#   clean              old shim file, installed files, loop files, RAM disks
 
 # shellcheck source=lib/os-brick-cas
 source "$(dirname "${BASH_SOURCE[0]}")/lib/os-brick-cas"
@@ -63,6 +65,7 @@ elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
 
 elif [[ "$1" == "unstack" ]]; then
     if is_service_enabled n-cpu; then
+        stop_os_brick_cas_guests
         stop_open_cas_caches
     fi
 

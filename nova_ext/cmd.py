@@ -10,22 +10,29 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``os-brick-cas nova-shim install|remove|check``.
+"""``os-brick-cas nova-shim check|install|remove``.
 
-nova imports ``compute_driver`` as ``nova.virt.<value>``. Shipping a file
-under ``nova/virt/`` in this wheel would shadow an editable nova's package,
-so the shim is written into the *installed* nova at deploy time instead,
-wherever that nova lives (site-packages or an editable checkout).
+nova imports ``compute_driver`` as ``nova.virt.<value>``. The package now
+provides ``nova.virt.os_brick_cas_libvirt`` itself, from site-packages
+(``os_brick_cas_nova.pth`` and :mod:`nova_ext.hook`): nothing is written
+into nova's tree, so reinstalling or upgrading nova, an editable nova and a
+rebuilt venv or container keep working. ``check`` imports the driver the way
+nova does and says what is wrong; ``install`` has nothing left to do;
+``remove`` deletes a shim file an older release wrote into nova/virt.
 """
 
 import argparse
 import importlib
 import os
+import site
 import sys
 from typing import Any, Optional
 
+from nova_ext import hook
+
 SHIM_MODULE = 'os_brick_cas_libvirt'
 COMPUTE_DRIVER = SHIM_MODULE + '.CachedRBDLibvirtDriver'
+#: what ``nova-shim install`` of older releases wrote into nova/virt
 SHIM_TEXT = ('# Written by "os-brick-cas nova-shim install"; removed by '
              '"nova-shim remove".\n'
              '# nova.conf: compute_driver = %s\n'
@@ -34,21 +41,25 @@ SHIM_TEXT = ('# Written by "os-brick-cas nova-shim install"; removed by '
 
 
 def shim_path(virt_dir: Optional[str] = None) -> str:
-    """Where the shim goes: next to nova.virt's __init__.py."""
+    """Where older releases put the shim: next to nova.virt's __init__."""
     if virt_dir is None:
         import nova.virt
         virt_dir = os.path.dirname(nova.virt.__file__)
     return os.path.join(virt_dir, SHIM_MODULE + '.py')
 
 
-def install(virt_dir: Optional[str] = None) -> str:
-    path = shim_path(virt_dir)
-    with open(path, 'w') as shim:
-        shim.write(SHIM_TEXT)
-    return path
+def hook_pth() -> Optional[str]:
+    """The installed ``os_brick_cas_nova.pth`` of this Python, if any."""
+    dirs = site.getsitepackages() + [site.getusersitepackages()]
+    for directory in dirs:
+        path = os.path.join(directory, hook.PTH_NAME)
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 def remove(virt_dir: Optional[str] = None) -> bool:
+    """Delete an older release's shim file; refuse a file we did not write."""
     path = shim_path(virt_dir)
     if not os.path.exists(path):
         return False
@@ -68,28 +79,52 @@ def check() -> Any:
     return module.CachedRBDLibvirtDriver
 
 
+def _check(args: argparse.Namespace) -> int:
+    pth = hook_pth()
+    if pth is None and not hook.installed():
+        print('nova cannot load %s: %s is not installed in this Python '
+              '(%s). Install os-brick-cas into the environment nova-compute '
+              'runs from (pip install os-brick-cas; for a source checkout '
+              'pip install -e .), then run this check with that '
+              "environment's python." % (COMPUTE_DRIVER, hook.PTH_NAME,
+                                         sys.prefix), file=sys.stderr)
+        return 1
+    try:
+        cls = check()
+    except Exception as exc:
+        print('nova cannot load %s: %s' % (COMPUTE_DRIVER, exc),
+              file=sys.stderr)
+        return 1
+    print('compute_driver = %s loads %s.%s (provided by %s; nothing in '
+          "nova's tree)" % (COMPUTE_DRIVER, cls.__module__, cls.__name__,
+                            pth or hook.__name__))
+    if os.path.exists(shim_path(args.virt_dir)):
+        print('note: %s is left over from an older os-brick-cas; remove it '
+              'with "os-brick-cas nova-shim remove"' %
+              shim_path(args.virt_dir), file=sys.stderr)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.action == 'install':
-        print('wrote %s; set compute_driver = %s' % (install(args.virt_dir),
-                                                     COMPUTE_DRIVER))
+        print('nothing to install: os-brick-cas provides nova.virt.%s from '
+              "site-packages (%s), not from nova's tree. Set compute_driver "
+              '= %s and run "os-brick-cas nova-shim check".' % (
+                  SHIM_MODULE, hook.PTH_NAME, COMPUTE_DRIVER))
     elif args.action == 'remove':
-        print('removed' if remove(args.virt_dir) else 'no shim installed')
+        print('removed %s' % shim_path(args.virt_dir)
+              if remove(args.virt_dir) else 'no shim file in nova/virt')
     else:
-        try:
-            cls = check()
-        except Exception as exc:
-            print('nova cannot load %s: %s' % (COMPUTE_DRIVER, exc),
-                  file=sys.stderr)
-            return 1
-        print('compute_driver = %s loads %s.%s' % (
-            COMPUTE_DRIVER, cls.__module__, cls.__name__))
+        return _check(args)
     return 0
 
 
 def register_subcommands(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        'nova-shim', help="let nova load os-brick-cas's libvirt driver")
-    parser.add_argument('action', choices=['install', 'remove', 'check'])
+        'nova-shim', help="check that nova can load os-brick-cas's libvirt "
+                          'driver (install: obsolete, remove: delete an old '
+                          'shim file)')
+    parser.add_argument('action', choices=['check', 'install', 'remove'])
     parser.add_argument('--virt-dir', help='nova/virt directory (default: '
                                            'that of the importable nova)')
     parser.set_defaults(func=_run)

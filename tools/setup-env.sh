@@ -9,15 +9,18 @@ PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null || PYTHON=python3
 VENV=${VENV:-.venv}
 stamp="$VENV/.os-brick-cas-deps"
+# lower bounds in the requirement files, the tested versions pinned here
+constraints=${UPPER_CONSTRAINTS_FILE:-tools/upper-constraints.txt}
 reqs=(-r requirements.txt -r test-requirements.txt)
 [ -f doc/requirements.txt ] && reqs+=(-r doc/requirements.txt)
-want=$(printf '%s\n' "${reqs[@]}" | grep -v '^-r$' | xargs cat | sha1sum | cut -d' ' -f1)
+want=$({ printf '%s\n' "${reqs[@]}" | grep -v '^-r$'; echo "$constraints"; } |
+       xargs cat | sha1sum | cut -d' ' -f1)
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q "${reqs[@]}"
+    "$VENV/bin/pip" install -q -c "$constraints" "${reqs[@]}"
     echo "$want" > "$stamp"
 fi
 "$VENV/bin/pip" install -q --no-deps -e .

@@ -3,7 +3,8 @@
 #
 # Runs each plugin.sh phase in a child bash with devstack's functions
 # stubbed and every system command (sudo, casadm, modprobe, losetup,
-# truncate, udevadm, parted, make, git, timeout, openstack, os-brick-cas)
+# truncate, udevadm, parted, make, git, timeout, openstack, os-brick-cas,
+# virsh)
 # replaced by a stub that records the call; ini files are real files
 # written by a small iniset/iniadd stand-in. Then checks the commands
 # issued and the configuration written, one PASS/FAIL line per check.
@@ -18,7 +19,7 @@ set -euo pipefail
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 REPO=$(cd "$(dirname "$SELF")/.." && pwd)
 STUB_COMMANDS="sudo casadm modprobe rmmod losetup truncate udevadm parted
-make git timeout openstack os-brick-cas"
+make git timeout openstack os-brick-cas virsh"
 
 
 # Shared helpers
@@ -202,11 +203,48 @@ stub_casadm() {
                 return 1
             fi ;;
         *" -T "*|*" --stop-cache "*)
-            if [[ " ${STUB_FAIL_STOP:-} " == *" $id "* ]]; then
+            # as Open CAS: a core device a running guest holds open
+            if [[ " ${STUB_FAIL_STOP:-} " == *" $id "* ]] ||
+                    _virsh_running_with "/dev/cas$id-"; then
                 echo "Device opens or mount are pending to this cache" >&2
                 return 1
             fi
             sed -i "/^cache,$id,/d" "$STUB_STATE/caches" ;;
+    esac
+}
+
+# Guests: $STUB_STATE/domains, one "name state disk..." line each (state
+# running or shut-off); STUB_GUEST_IGNORES_SHUTDOWN names guests that ignore
+# ACPI shutdown.
+_virsh_running_with() {  # a running guest has a disk starting with $1
+    [[ -f "$STUB_STATE/domains" ]] &&
+        awk -v p="$1" '$2 == "running" {
+            for (i = 3; i <= NF; i++) if (index($i, p) == 1) found = 1 }
+            END { exit !found }' "$STUB_STATE/domains"
+}
+
+_virsh_set_state() {
+    awk -v d="$1" -v s="$2" '$1 == d { $2 = s } { print }' \
+        "$STUB_STATE/domains" > "$STUB_STATE/domains.new"
+    mv "$STUB_STATE/domains.new" "$STUB_STATE/domains"
+}
+
+stub_virsh() {
+    touch "$STUB_STATE/domains"
+    case "$1" in
+        list) awk '$2 == "running" { print $1 }' "$STUB_STATE/domains" ;;
+        domblklist)
+            printf ' Type   Device   Target   Source\n'
+            awk -v d="${!#}" '$1 == d { for (i = 3; i <= NF; i++)
+                printf " block  disk     vd%c      %s\n", 97 + i, $i }' \
+                "$STUB_STATE/domains" ;;
+        domstate)
+            awk -v d="$2" '$1 == d { sub("-", " ", $2); print $2 }' \
+                "$STUB_STATE/domains" ;;
+        shutdown)
+            [[ " ${STUB_GUEST_IGNORES_SHUTDOWN:-} " == *" $2 "* ]] ||
+                _virsh_set_state "$2" shut-off ;;
+        destroy) _virsh_set_state "$2" shut-off ;;
     esac
 }
 
@@ -578,7 +616,10 @@ test_all_in_one() {
         not_called "git_clone"
     check "aio install: no make when casadm is present" \
         not_called_regex "^(sudo )?make "
-    check "aio install: nova shim written" called "os-brick-cas nova-shim install"
+    check "aio install: checks nova loads the driver" \
+        called "os-brick-cas nova-shim check"
+    check "aio install: writes nothing into nova's tree" \
+        not_called "nova-shim install"
 
     phase stack post-config
     check "aio post-config: succeeds" rc_is 0
@@ -693,7 +734,8 @@ test_all_in_one() {
 
     phase clean
     check "aio clean: succeeds" rc_is 0
-    check "aio clean: nova shim removed" called "os-brick-cas nova-shim remove"
+    check "aio clean: an old release's nova shim file removed" \
+        called "os-brick-cas nova-shim remove"
     check "aio clean: rootwrap filter removed" \
         test ! -e "$S/etc/nova/rootwrap.d/os-brick-cas.filters"
     check "aio clean: udev rule removed" test ! -e "$S/etc/udev/rules.d/$rules"
@@ -757,6 +799,38 @@ test_flush_failure() {
     check "stop-fails unstack: stays in opencas.conf" \
         opencas_has "$(opencas_row 2 /dev/ram1 WB)"
     safety_checks stop-fails
+}
+
+# devstack's unstack.sh runs the plugins' unstack before stopping nova:
+# servers still hold their cached volumes (/dev/casX-Y) open.
+test_unstack_with_servers() {
+    new_scenario servers OS_BRICK_CAS_GUEST_SHUTDOWN_TIMEOUT=1
+    stack_until_post_config
+    printf '%s\n' "instance-00000001 running /dev/cas2-1 /dev/rbd0" \
+        "instance-00000002 running /dev/cas1-1" \
+        "instance-00000003 running /dev/rbd1" \
+        "instance-00000004 shut-off /dev/cas2-2" > "$STUB_STATE/domains"
+    set_stub_env "STUB_GUEST_IGNORES_SHUTDOWN=instance-00000002"
+    phase unstack
+    check "servers unstack: succeeds" rc_is 0
+    check "servers unstack: guest on the wb cache shut down" \
+        called "virsh shutdown instance-00000001"
+    check "servers unstack: guest ignoring shutdown powered off" \
+        called "virsh destroy instance-00000002"
+    check "servers unstack: a guest that shuts down is not powered off" \
+        not_called "virsh destroy instance-00000001"
+    check "servers unstack: guest without cached volumes left alone" \
+        not_called_regex "virsh (shutdown|destroy) instance-00000003"
+    check "servers unstack: guests stopped before the wb flush" \
+        called_before "virsh shutdown instance-00000001" "casadm -F -i 2"
+    check "servers unstack: guests stopped before any cache stops" \
+        called_before "virsh destroy instance-00000002" "casadm -T -i 1"
+    check "servers unstack: wb instance flushed and stopped" \
+        all_called "casadm -F -i 2" "casadm -T -i 2"
+    check "servers unstack: no cache left running" no_cache_running
+    check "servers unstack: says which guests it stopped" \
+        output_has "shutting down guest instance-00000001"
+    safety_checks servers
 }
 
 test_build_open_cas() {
@@ -996,6 +1070,7 @@ write_stub_script() {
         echo 'set -euo pipefail'
         # shellcheck disable=SC2046
         declare -f _q record _inside _casadm_list _casadm_arg run_stub \
+            _virsh_running_with _virsh_set_state \
             $(compgen -A function stub_)
         # shellcheck disable=SC2016
         echo 'run_stub "$(basename "$0")" "$@"'
@@ -1016,6 +1091,7 @@ main() {
     test_settings
     test_all_in_one
     test_flush_failure
+    test_unstack_with_servers
     test_build_open_cas
     test_existing_metadata
     test_loop_backend

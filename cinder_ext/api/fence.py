@@ -15,9 +15,12 @@
 A compute host that attaches a write-back/write-only volume records itself
 here (its cache may hold writes Ceph does not have); a clean detach clears
 it; an attach elsewhere is refused while it names another host. Cinder has
-no API to write admin metadata, so this extension provides one, admin only,
-which a volume's owner cannot change. The same extension refuses snapshots
-and backups of attached write-back volumes synchronously (400) at the API
+no API to write admin metadata, so this extension provides one, which a
+volume's owner cannot change. Who may set, clear and see the marker is
+oslo.policy (:mod:`cinder_ext.policies`, default: admin or service role),
+overridable in cinder's policy file. The same extension refuses snapshots
+and backups of attached write-back volumes, and retype/migration/unmanage
+of fenced volumes, synchronously (400) at the API
 (:mod:`cinder_ext.api.sync_guards`). Enable it in cinder.conf::
 
     [DEFAULT]
@@ -31,11 +34,13 @@ from cinder.api import extensions
 from cinder.api.openstack import wsgi
 from cinder.db import api as db
 from cinder import exception
+from cinder import policy as cinder_policy
 from cinder import volume as cinder_volume
 import webob
 
 from cinder_ext.api import sync_guards
 from cinder_ext import guards
+from cinder_ext import policies
 
 SET_ACTION = 'os-brick-cas-set-fence'
 CLEAR_ACTION = 'os-brick-cas-clear-fence'
@@ -54,17 +59,28 @@ class FenceController(wsgi.Controller):
         self.volume_api = cinder_volume.API()
 
     @staticmethod
-    def _admin_context(req):
+    def _authorize(req, rule: str, fatal: bool = True) -> bool:
+        """Check ``rule`` with cinder's enforcer (our rules registered)."""
+        register_policies()
         context = req.environ['cinder.context']
-        if not context.is_admin:
+        try:
+            return bool(context.authorize(
+                rule, target={'project_id': context.project_id},
+                fatal=fatal))
+        except exception.PolicyNotAuthorized:
             raise webob.exc.HTTPForbidden(
-                explanation='Only an administrator may change the '
-                            'os-brick-cas fence marker.')
-        return context
+                explanation='Policy %s does not allow this request to '
+                            'change the os-brick-cas fence marker (default: '
+                            'admin or service role; see cinder\'s policy '
+                            'file).' % rule)
+
+    def _admin_context(self, req, rule: str):
+        self._authorize(req, rule)
+        return req.environ['cinder.context']
 
     @wsgi.action(SET_ACTION)
     def _set_fence(self, req, id, body):
-        context = self._admin_context(req)
+        context = self._admin_context(req, policies.SET)
         params = body.get(SET_ACTION) or {}
         host = params.get('host')
         epoch = params.get('epoch', '')
@@ -75,7 +91,9 @@ class FenceController(wsgi.Controller):
                 explanation="'%s' needs {'host': <compute host name>[, "
                             "'epoch': <attachment id>]}" % SET_ACTION)
         try:
-            volume = self.volume_api.get(context, id)
+            # the policy allowed it on any volume (service users act in
+            # their own project)
+            volume = self.volume_api.get(context.elevated(), id)
         except exception.VolumeNotFound as exc:
             raise webob.exc.HTTPNotFound(explanation=exc.msg)
         self.volume_api.update_volume_admin_metadata(
@@ -85,13 +103,13 @@ class FenceController(wsgi.Controller):
 
     @wsgi.action(CLEAR_ACTION)
     def _clear_fence(self, req, id, body):
-        context = self._admin_context(req)
+        context = self._admin_context(req, policies.CLEAR)
         lost = (body.get(CLEAR_ACTION) or {}).get('lost', False)
         if not isinstance(lost, bool):
             raise webob.exc.HTTPBadRequest(
                 explanation="'%s' takes {'lost': true|false}" % CLEAR_ACTION)
         try:
-            volume = self.volume_api.get(context, id)
+            volume = self.volume_api.get(context.elevated(), id)
         except exception.VolumeNotFound as exc:
             raise webob.exc.HTTPNotFound(explanation=exc.msg)
         host = guards.fence_host(volume)
@@ -117,14 +135,27 @@ class FenceController(wsgi.Controller):
 
     @wsgi.extends
     def show(self, req, resp_obj, id):
-        if req.environ['cinder.context'].is_admin:
+        if self._authorize(req, policies.SHOW, fatal=False):
             self._add_attribute(req, resp_obj.obj['volume'])
 
     @wsgi.extends
     def detail(self, req, resp_obj):
-        if req.environ['cinder.context'].is_admin:
+        if self._authorize(req, policies.SHOW, fatal=False):
             for volume in list(resp_obj.obj['volumes']):
                 self._add_attribute(req, volume)
+
+
+def register_policies() -> None:
+    """Add our rules to cinder's enforcer (once per enforcer)."""
+    cinder_policy.init()
+    enforcer = cinder_policy._ENFORCER  # cinder keeps no public getter
+    missing = [rule for rule in policies.list_rules()
+               if rule.name not in enforcer.registered_rules]
+    enforcer.register_defaults(missing)
+    for rule in missing:
+        # load_rules merges registered defaults only while it reads files;
+        # a policy file's own value for the rule, once loaded, wins
+        enforcer.rules.setdefault(rule.name, rule.check)
 
 
 class Fence(extensions.ExtensionDescriptor):

@@ -22,6 +22,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
+from os_brick_cas import version
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                              'line (default: %s if it exists)' %
                              NOVA_CONF_DIR)
     parser.add_argument('--debug', action='store_true')
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + version.version_string())
     sub = parser.add_subparsers(dest='command', required=True)
     for name in SUBCOMMAND_MODULES:
         try:

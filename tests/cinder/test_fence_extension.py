@@ -16,13 +16,16 @@ from cinder.api.openstack import wsgi
 from cinder import context
 from cinder.db import api as db
 from cinder import objects
+from cinder import policy as cinder_policy
 from cinder.tests.unit.api import fakes
 from cinder.tests.unit import test
 from cinder.tests.unit import utils
+from oslo_policy import policy as oslo_policy
 import webob
 
 from cinder_ext.api import fence
 from cinder_ext import guards
+from cinder_ext import policies
 
 
 class FenceExtensionTestCase(test.TestCase):
@@ -60,15 +63,29 @@ class FenceExtensionTestCase(test.TestCase):
         self.controller._clear_fence(self.request(), self.volume.id,
                                      {fence.CLEAR_ACTION: {}})
 
+    def request_as(self, roles, admin=False):
+        return fakes.HTTPRequest.blank(
+            '/v3/%s/volumes/%s/action' % (fakes.FAKE_UUID, self.volume.id),
+            use_admin_context=admin, roles=roles)
+
+    def set_and_clear(self, req):
+        self.controller._set_fence(req, self.volume.id,
+                                   {fence.SET_ACTION: {'host': 'x'}})
+        self.assertEqual('x', self.admin_metadata()[guards.FENCE_KEY])
+        self.controller._clear_fence(req, self.volume.id,
+                                     {fence.CLEAR_ACTION: {}})
+        self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
+
     def test_owner_cannot_set_or_clear(self):
-        for action, body in ((self.controller._set_fence,
-                              {fence.SET_ACTION: {'host': 'x'}}),
-                             (self.controller._clear_fence,
-                              {fence.CLEAR_ACTION: {}})):
+        for action, body, rule in (
+                (self.controller._set_fence,
+                 {fence.SET_ACTION: {'host': 'x'}}, policies.SET),
+                (self.controller._clear_fence,
+                 {fence.CLEAR_ACTION: {}}, policies.CLEAR)):
             exc = self.assertRaises(webob.exc.HTTPForbidden, action,
                                     self.request(admin=False),
                                     self.volume.id, body)
-            self.assertIn('administrator', str(exc))
+            self.assertIn('Policy %s does not allow' % rule, str(exc))
         self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
 
     def test_clear_as_lost_records_the_owner(self):
@@ -95,6 +112,33 @@ class FenceExtensionTestCase(test.TestCase):
                           self.volume.id, {fence.CLEAR_ACTION: {
                               'lost': 'yes'}})
 
+    def test_service_role_may_set_and_clear(self):
+        # nova-compute's service user: role service, not an admin
+        self.set_and_clear(self.request_as(['service', 'member']))
+
+    def test_policy_file_overrides_the_default(self):
+        fence.register_policies()
+        self.addCleanup(cinder_policy.reset)
+        cinder_policy.set_rules(oslo_policy.Rules.from_dict({
+            policies.SET: 'role:cas-operator',
+            policies.CLEAR: 'role:cas-operator',
+            policies.SHOW: '!'}), overwrite=False)
+        self.assertRaises(webob.exc.HTTPForbidden,
+                          self.controller._set_fence, self.request(),
+                          self.volume.id, {fence.SET_ACTION: {'host': 'x'}})
+        self.set_and_clear(self.request_as(['cas-operator', 'member']))
+        db.volume_admin_metadata_update(
+            self.admin, self.volume.id, {guards.FENCE_KEY: 'compute-9'},
+            False)
+        self.assertIsNone(self.show(self.request())[fence.ATTRIBUTE])
+
+    def test_rules_registered_with_documented_defaults(self):
+        fence.register_policies()
+        registered = cinder_policy._ENFORCER.registered_rules
+        for name in (policies.SET, policies.CLEAR, policies.SHOW):
+            self.assertEqual('rule:admin_api or role:service',
+                             registered[name].check_str)
+
     def test_bad_host_refused(self):
         for host in (None, '', 'a b', 'x;reboot', 42):
             self.assertRaises(webob.exc.HTTPBadRequest,
@@ -107,15 +151,20 @@ class FenceExtensionTestCase(test.TestCase):
                               self.volume.id, {fence.SET_ACTION: {
                                   'host': 'compute-1', 'epoch': epoch}})
 
-    def test_show_attribute_for_admins_only(self):
+    def show(self, req):
+        req.cache_db_volume(objects.Volume.get_by_id(self.admin,
+                                                     self.volume.id))
+        body = {'volume': {'id': self.volume.id}}
+        self.controller.show(req, wsgi.ResponseObject(body), self.volume.id)
+        return {fence.ATTRIBUTE: body['volume'].get(fence.ATTRIBUTE)}
+
+    def test_show_attribute_for_admins_and_services_only(self):
         db.volume_admin_metadata_update(
             self.admin, self.volume.id, {guards.FENCE_KEY: 'compute-9'},
             False)
-        for admin, expected in ((True, 'compute-9'), (False, None)):
-            req = self.request(admin)
-            req.cache_db_volume(objects.Volume.get_by_id(self.admin,
-                                                         self.volume.id))
-            body = {'volume': {'id': self.volume.id}}
-            self.controller.show(req, wsgi.ResponseObject(body),
-                                 self.volume.id)
-            self.assertEqual(expected, body['volume'].get(fence.ATTRIBUTE))
+        for req, expected in (
+                (self.request(True), 'compute-9'),
+                (self.request_as(['service', 'member']), 'compute-9'),
+                (self.request(False), None)):
+            self.assertEqual(expected, self.show(req)[fence.ATTRIBUTE],
+                             req.environ["cinder.context"].roles)

@@ -13,7 +13,7 @@
 """nova 34's real compute manager on its fake libvirt, simulator below.
 
 The os-brick-cas driver is loaded the way a deployment loads it: through
-the ``nova.virt.os_brick_cas_libvirt`` shim module named in
+the ``nova.virt.os_brick_cas_libvirt`` module (nova_ext.hook) named in
 ``compute_driver``. casadm and rbd are the host simulator's stand-ins;
 Cinder is nova's CinderFixture plus a fake fence endpoint at the HTTP
 layer (requests-mock mounted only on its own URL).
@@ -42,7 +42,8 @@ import requests
 import requests_mock
 
 from nova_ext import cmd as nova_cmd
-from nova_ext import driver as nova_driver
+from nova_ext import driver as nova_driver  # noqa: F401 ([os_brick_cas_nova])
+from nova_ext import hook as nova_hook
 from os_brick_cas import casadm
 import os_brick_cas.privileged
 from os_brick_cas import rbd_names
@@ -113,10 +114,10 @@ class CachedVolumeTestBase(base.ServersTestBase):
     def setUp(self):
         if os.geteuid() != 0:
             self.skipTest('the host simulator creates /dev entries: root')
-        # the shim nova-shim install would write into nova/virt/
-        shim = 'nova.virt.' + nova_cmd.SHIM_MODULE
-        sys.modules[shim] = nova_driver
-        self.addCleanup(sys.modules.pop, shim, None)
+        # what os_brick_cas_nova.pth does in an installed environment
+        if not nova_hook.installed():
+            nova_hook.install()
+            self.addCleanup(nova_hook.uninstall)
         super().setUp()
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.CinderFixture.VOLUME_CONNECTION_INFO',

@@ -10,15 +10,20 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-import importlib.util
 import os
+import subprocess
+import sys
+import textwrap
+from unittest import mock
 
 import fixtures
 from nova.virt.libvirt import driver as libvirt_driver
+from oslo_utils import importutils
 import testtools
 
 from nova_ext import cmd as nova_cmd
 from nova_ext import driver as nova_driver
+from nova_ext import hook
 
 
 class CompatibilityTestCase(testtools.TestCase):
@@ -53,41 +58,142 @@ class CompatibilityTestCase(testtools.TestCase):
                       'instance)', str(exc))
 
 
-class ShimTestCase(testtools.TestCase):
-    """The shim works in a regular and in an editable (source) nova."""
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 
-    def fake_nova(self, root: str) -> str:
-        virt = os.path.join(root, 'nova', 'virt')
+#: run in a fresh interpreter: drop any hook this venv already has, show the
+#: import fails, then let site process the freshly built .pth and load the
+#: driver through nova's own loader
+LOAD_THROUGH_BUILT_PTH = textwrap.dedent("""
+    import os, site, sys, warnings
+    warnings.simplefilter('ignore')
+    from nova_ext import hook
+    hook.uninstall()
+    try:
+        import nova.virt.os_brick_cas_libvirt
+        sys.exit('imported without the hook')
+    except ImportError:
+        pass
+    site.addsitedir(sys.argv[1])
+    import nova.conf
+    from nova.tests.fixtures import libvirt as fakelibvirt
+    from nova.virt import driver
+    import nova.virt
+    nova.conf.CONF([], project='nova')
+    fakelibvirt.LibvirtFixture().setUp()
+    loaded = driver.load_compute_driver(
+        None, 'os_brick_cas_libvirt.CachedRBDLibvirtDriver')
+    virt = os.path.dirname(nova.virt.__file__)
+    print(type(loaded).__module__, type(loaded).__name__,
+          [f for f in os.listdir(virt) if 'os_brick' in f])
+""")
+
+
+class HookTestCase(testtools.TestCase):
+    """nova.virt.os_brick_cas_libvirt comes from site-packages, not nova."""
+
+    def setUp(self):
+        super().setUp()
+        was_installed = hook.installed()
+        self.addCleanup(hook.install if was_installed else hook.uninstall)
+        hook.uninstall()
+
+    def test_finder_provides_the_driver_module(self):
+        self.assertRaises(ImportError, importutils.import_class,
+                          'nova.virt.os_brick_cas_libvirt.'
+                          'CachedRBDLibvirtDriver')
+        hook.install()
+        hook.install()
+        self.assertEqual(1, sum(isinstance(f, hook.NovaDriverFinder)
+                                for f in sys.meta_path))
+        self.assertIs(nova_driver.CachedRBDLibvirtDriver,
+                      importutils.import_class(
+                          'nova.virt.os_brick_cas_libvirt.'
+                          'CachedRBDLibvirtDriver'))
+        self.assertIsNone(hook.NovaDriverFinder().find_spec(
+            'nova.virt.other', None))
+
+    def test_built_package_ships_the_pth_and_nova_loads_the_driver(self):
+        build = self.useFixture(fixtures.TempDir()).path
+        subprocess.run([sys.executable, 'setup.py', '-q', 'build_py',
+                        '--build-lib', build], cwd=ROOT, check=True,
+                       capture_output=True)
+        with open(os.path.join(build, hook.PTH_NAME)) as pth:
+            self.assertEqual('import nova_ext.hook; nova_ext.hook.install()',
+                             pth.read().strip())
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        result = subprocess.run(
+            [sys.executable, '-c', LOAD_THROUGH_BUILT_PTH, build],
+            env=env, capture_output=True, text=True)
+        self.assertEqual(0, result.returncode, result.stderr[-2000:])
+        self.assertEqual('nova_ext.driver CachedRBDLibvirtDriver []',
+                         result.stdout.strip().splitlines()[-1])
+
+
+class NovaShimCommandTestCase(testtools.TestCase):
+    """``os-brick-cas nova-shim``: check explains, install is obsolete."""
+
+    def run_cmd(self, action, virt_dir=None):
+        out = self.useFixture(fixtures.StringStream('out')).stream
+        err = self.useFixture(fixtures.StringStream('err')).stream
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', err))
+        args = mock.Mock(action=action, virt_dir=virt_dir)
+        code = nova_cmd._run(args)
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read()
+
+    def fake_nova(self) -> str:
+        virt = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova', 'virt')
         os.makedirs(virt)
-        for package in (os.path.join(root, 'nova'), virt):
-            open(os.path.join(package, '__init__.py'), 'w').close()
         return virt
 
-    def test_install_check_remove_in_editable_layout(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        virt = self.fake_nova(os.path.join(root, 'src-checkout'))
-        path = nova_cmd.install(virt)
-        self.assertEqual(os.path.join(virt, 'os_brick_cas_libvirt.py'), path)
-        with open(path) as shim:
-            self.assertIn('from nova_ext.driver import '
-                          'CachedRBDLibvirtDriver', shim.read())
-        spec = importlib.util.spec_from_file_location('shim', path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        self.assertIs(nova_driver.CachedRBDLibvirtDriver,
-                      module.CachedRBDLibvirtDriver)
-        self.assertTrue(nova_cmd.remove(virt))
-        self.assertFalse(os.path.exists(path))
-        self.assertFalse(nova_cmd.remove(virt))
+    def test_check_reports_where_the_driver_comes_from(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.cmd.hook_pth', lambda: '/venv/site/' + hook.PTH_NAME))
+        hook.install()
+        code, out, err = self.run_cmd('check', self.fake_nova())
+        self.assertEqual(0, code, err)
+        self.assertIn('loads nova_ext.driver.CachedRBDLibvirtDriver '
+                      '(provided by /venv/site/os_brick_cas_nova.pth; '
+                      "nothing in nova's tree)", out)
 
-    def test_remove_refuses_foreign_file(self):
-        virt = self.fake_nova(self.useFixture(fixtures.TempDir()).path)
+    def test_check_without_the_hook_says_what_to_do(self):
+        self.useFixture(fixtures.MonkeyPatch('nova_ext.cmd.hook_pth',
+                                             lambda: None))
+        self.addCleanup(hook.install if hook.installed() else hook.uninstall)
+        hook.uninstall()
+        code, out, err = self.run_cmd('check')
+        self.assertEqual(1, code)
+        self.assertIn('os_brick_cas_nova.pth is not installed', err)
+        self.assertIn('Install os-brick-cas into the environment '
+                      'nova-compute runs from', err)
+
+    def test_check_points_at_a_left_over_shim_file(self):
+        virt = self.fake_nova()
+        with open(nova_cmd.shim_path(virt), 'w') as old:
+            old.write(nova_cmd.SHIM_TEXT)
+        hook.install()
+        code, out, err = self.run_cmd('check', virt)
+        self.assertEqual(0, code)
+        self.assertIn('os-brick-cas nova-shim remove', err)
+
+    def test_install_is_a_no_op_with_advice(self):
+        virt = self.fake_nova()
+        code, out, err = self.run_cmd('install', virt)
+        self.assertEqual(0, code)
+        self.assertIn('nothing to install', out)
+        self.assertEqual([], os.listdir(virt))
+
+    def test_remove_deletes_an_old_shim_only(self):
+        virt = self.fake_nova()
+        with open(nova_cmd.shim_path(virt), 'w') as old:
+            old.write(nova_cmd.SHIM_TEXT)
+        self.assertEqual(0, self.run_cmd('remove', virt)[0])
+        self.assertEqual([], os.listdir(virt))
         with open(nova_cmd.shim_path(virt), 'w') as other:
             other.write('# someone else\n')
         self.assertRaises(SystemExit, nova_cmd.remove, virt)
         self.assertTrue(os.path.exists(nova_cmd.shim_path(virt)))
-
-    def test_default_location_is_the_importable_nova(self):
-        import nova.virt
-        self.assertEqual(os.path.dirname(nova.virt.__file__),
-                         os.path.dirname(nova_cmd.shim_path()))

@@ -1,0 +1,22 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The package's version: pbr derives it from the git tags at build time."""
+
+import pbr.version
+
+version_info = pbr.version.VersionInfo('os-brick-cas')
+
+
+def version_string() -> str:
+    """e.g. ``1.2.0`` on a tag, ``1.2.1.dev4`` four commits after it."""
+    return version_info.release_string()

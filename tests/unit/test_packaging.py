@@ -1,0 +1,99 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Packaging: pbr version from git tags, requirements, installed files."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import fixtures
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+import testtools
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+REQUIREMENT_FILES = ['requirements.txt', 'test-requirements.txt',
+                     'doc/requirements.txt']
+CONSTRAINTS = os.path.join(ROOT, 'tools', 'upper-constraints.txt')
+
+
+def requirements() -> list[Requirement]:
+    found = []
+    for name in REQUIREMENT_FILES:
+        with open(os.path.join(ROOT, name)) as reqs:
+            for line in reqs:
+                line = re.sub(r'\s#.*|^#.*', '', line).strip()
+                if line and not line.startswith('-'):
+                    found.append(Requirement(line))
+    return found
+
+
+def setup_py(cwd: str, *args: str) -> str:
+    return subprocess.run([sys.executable, 'setup.py', '-q'] + list(args),
+                          cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+class RequirementsTestCase(testtools.TestCase):
+
+    def test_lower_bounds_only(self):
+        for req in requirements():
+            for spec in req.specifier:
+                self.assertEqual('>=', spec.operator,
+                                 '%s: only lower bounds in the requirement '
+                                 'files; pin the tested version in '
+                                 'tools/upper-constraints.txt' % req)
+
+    def test_every_requirement_is_constrained(self):
+        with open(CONSTRAINTS) as constraints:
+            pinned = {canonicalize_name(line.split('===')[0])
+                      for line in constraints if '===' in line}
+        missing = [req.name for req in requirements()
+                   if canonicalize_name(req.name) not in pinned]
+        self.assertEqual([], missing,
+                         'not in tools/upper-constraints.txt: run '
+                         'tools/generate-upper-constraints.py')
+
+
+class InstalledFilesTestCase(testtools.TestCase):
+
+    def test_udev_rule_and_rootwrap_filter_where_operators_look(self):
+        prefix = self.useFixture(fixtures.TempDir()).path
+        setup_py(ROOT, 'install_data', '--install-dir', prefix)
+        self.addCleanup(shutil.rmtree, os.path.join(ROOT, 'build'), True)
+        share = os.path.join(prefix, 'share', 'os-brick-cas', 'etc')
+        for path in ('udev/rules.d/60-os-brick-cas-rbd.rules',
+                     'nova/rootwrap.d/os-brick-cas.filters',
+                     'cinder/os-brick-cas-policy.yaml.sample',
+                     'os-brick-cas/os-brick-cas.conf.sample'):
+            self.assertTrue(os.path.isfile(os.path.join(share, path)), path)
+
+
+class VersionFromGitTagsTestCase(testtools.TestCase):
+
+    def test_pbr_takes_the_version_from_the_tag(self):
+        if shutil.which('git') is None:
+            self.skipTest('needs git')
+        clone = os.path.join(self.useFixture(fixtures.TempDir()).path, 'c')
+        subprocess.run(['git', 'clone', '-q', ROOT, clone], check=True)
+        git = ['git', '-C', clone, '-c', 'user.name=t', '-c',
+               'user.email=t@example.com']
+        subprocess.run(git + ['tag', '-a', '7.7.0', '-m', '7.7.0'],
+                       check=True)
+        self.assertEqual('7.7.0', setup_py(clone, '--version').strip())
+        subprocess.run(git + ['commit', '-q', '--allow-empty', '-m', 'x'],
+                       check=True)
+        self.assertEqual('7.7.1.dev1', setup_py(clone, '--version').strip())
