@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
                     'Runs as root (it calls casadm).' % opts.GROUP)
     parser.add_argument(
         '--textfile', metavar='PATH',
-        help='write the metrics to PATH (name it *.prom, in '
+        help='write the metrics to PATH (a file ending in .prom in '
              'node_exporter\'s --collector.textfile.directory) instead of '
              'serving HTTP; the file is replaced atomically')
     parser.add_argument(

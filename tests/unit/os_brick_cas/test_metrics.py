@@ -156,3 +156,13 @@ class MonitoringFilesTestCase(HostTestCase):
         used = set().union(*map(self.names_in, exprs))
         self.assertIn('os_brick_cas_core_dirty_bytes', used)
         self.assertEqual(set(), used - self.exported_names())
+
+    def test_admin_page_documents_every_metric(self):
+        with open(os.path.join(ROOT, 'doc', 'source', 'admin',
+                               'monitoring.rst')) as page:
+            documented = self.names_in(page.read())
+        exported = {re.sub(r'_(sum|count)$', '', name)
+                    for name in self.exported_names()}
+        self.assertEqual(set(), exported - documented)
+        # and names no metric that does not exist (the option group aside)
+        self.assertEqual(set(), documented - exported - {metrics_opts.GROUP})
