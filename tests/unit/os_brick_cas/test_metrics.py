@@ -18,6 +18,8 @@ import io
 import json
 import os
 import re
+import shutil
+import subprocess
 
 from prometheus_client import parser
 import yaml
@@ -144,6 +146,20 @@ class MonitoringFilesTestCase(HostTestCase):
                                  set(rule['annotations']), rule['alert'])
             used |= self.names_in(rule['expr'])
         self.assertEqual(set(), used - self.exported_names())
+
+    def test_alert_rules_fire_as_intended(self):
+        # promtool (Debian "prometheus", tools/install-system-packages.sh)
+        # evaluates the rules on the series in etc/monitoring/tests
+        if not shutil.which('promtool'):
+            self.skipTest('promtool not installed')
+        for argv in (['check', 'rules', 'os-brick-cas-alerts.yaml'],
+                     ['test', 'rules',
+                      'tests/os-brick-cas-alerts-test.yaml']):
+            result = subprocess.run(['promtool'] + argv, cwd=MONITORING,
+                                    capture_output=True, text=True,
+                                    timeout=120)
+            self.assertEqual(0, result.returncode,
+                             result.stdout + result.stderr)
 
     def test_dashboard(self):
         with open(os.path.join(MONITORING,
