@@ -1,7 +1,8 @@
 #!/bin/bash
 # Debian packages the tests use: fio (bench), shellcheck (pep8), libvirt's
 # schema validator (nova guest XML), promtool (the alert rules' tests); what
-# the real-Ceph tier needs is installed by tools/install-ceph.sh. Idempotent; skips what is present.
+# the real-Ceph tier needs is installed by tools/install-ceph.sh.
+# Idempotent; skips what is present.
 set -euo pipefail
 need=()
 command -v fio >/dev/null || need+=(fio)
