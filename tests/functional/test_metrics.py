@@ -18,6 +18,7 @@ with prometheus_client's own parser, as Prometheus would see them.
 """
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -183,3 +184,45 @@ class ExporterTestCase(test_cli.CliTestCase):
         self.assertLess(time.monotonic() - start, 30)
         self.assertEqual(6, value(
             scrape, 'os_brick_cas_core_read_misses_total', volume_id=VOL_WT))
+
+    def test_the_command_serves_http_until_stopped(self):
+        self.attach(VOL_WB, 'wb')
+        self.host.set_dirty(2, self.core_of(2).core_id, 3)
+        with socket.socket() as probe:
+            probe.bind(('127.0.0.1', 0))
+            port = probe.getsockname()[1]
+        conf = os.path.join(self.tmp, 'exporter.conf')
+        with open(conf, 'w') as conf_file:
+            conf_file.write('[%s]\nlisten_port = %d\n' % (
+                metrics_opts.GROUP, port))
+        command = subprocess.Popen(
+            [sys.executable, '-m', 'os_brick_cas.cmd.main', 'exporter',
+             '--config-file', conf], stderr=subprocess.PIPE, text=True)
+        self.addCleanup(command.wait)
+        self.addCleanup(command.terminate)
+        url = 'http://127.0.0.1:%d/metrics' % port
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    scrape = samples(response.read().decode())
+                break
+            except OSError:
+                if command.poll() is not None or time.monotonic() > deadline:
+                    self.fail('exporter did not serve %s: %s' % (
+                        url, command.stderr.read() if command.poll() is not
+                        None else 'timeout'))
+                time.sleep(0.2)
+        self.assertEqual(3 * BLOCK, value(
+            scrape, 'os_brick_cas_core_dirty_bytes', volume_id=VOL_WB))
+
+    def test_busy_port_says_which_option_to_change(self):
+        with socket.socket() as busy:
+            busy.bind(('127.0.0.1', 0))
+            busy.listen()
+            self.conf.config(group=metrics_opts.GROUP,
+                             listen_port=busy.getsockname()[1])
+            code, _, err = self.cli('exporter')
+        self.assertEqual(1, code)
+        self.assertIn('set [os_brick_cas_exporter] listen_address/'
+                      'listen_port', err)
