@@ -18,6 +18,8 @@ import itertools
 from oslo_config import cfg
 from oslo_privsep import priv_context
 
+from os_brick_cas.metrics import opts as metrics_opts
+
 
 GROUP = 'os_brick_cas'
 PRIVSEP_GROUP = 'privsep_os_brick_cas'
@@ -128,7 +130,8 @@ def list_opts():
     """
     return [(GROUP, itertools.chain(host_opts)),
             (PRIVSEP_GROUP, copy.deepcopy(priv_context.OPTS)),
-            (PRIVSEP_FLUSH_GROUP, copy.deepcopy(priv_context.OPTS))]
+            (PRIVSEP_FLUSH_GROUP, copy.deepcopy(priv_context.OPTS))
+            ] + metrics_opts.list_opts()
 
 
 register_opts(cfg.CONF)

@@ -2,8 +2,16 @@
 
 project = 'os-brick-cas'
 copyright = '2026, os-brick-cas developers'
-extensions = ['oslo_config.sphinxext']
+# sphinxarg renders the CLI reference from os-brick-cas's own parser
+extensions = ['oslo_config.sphinxext', 'sphinxarg.ext']
 master_doc = 'index'
 exclude_patterns = ['_build']
 html_theme = 'alabaster'
 html_static_path = []
+
+# manual pages (sphinx-build -b man)
+man_pages = [
+    ('cli/index', 'os-brick-cas',
+     'Open CAS caching of Cinder RBD volumes on a compute node',
+     ['os-brick-cas developers'], 8),
+]

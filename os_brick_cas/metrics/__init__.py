@@ -1,0 +1,19 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Prometheus metrics of the host's Open CAS caches, per cached volume.
+
+:mod:`.collector` reads the host through casadm, :mod:`.qemu` finds the
+instance using a cached device, :mod:`.exporter` serves the metrics over
+HTTP or writes them for node_exporter's textfile collector, and
+:mod:`.opts` holds the ``[os_brick_cas_exporter]`` options.
+"""

@@ -1,0 +1,243 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The Prometheus collector: casadm's statistics of each cache and volume.
+
+Each scrape lists the cache instances (``casadm -L``) and reads the
+statistics of every instance and core (``casadm -P``); the values are
+casadm's own counters, so they reset when a cache instance is restarted
+(Prometheus' ``rate()`` and ``increase()`` handle that). A core's volume
+id comes from its by-id name, the instance uuid from the QEMU process
+holding its ``/dev/casX-Y`` open (see :mod:`.qemu`).
+
+casadm failures never fail the scrape: ``os_brick_cas_up`` drops to 0 when
+the caches cannot be listed, and ``os_brick_cas_casadm_errors_total``
+counts every failed call.
+"""
+
+import time
+from typing import Callable, Iterator, Optional, TypeVar
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from prometheus_client import core as prom
+from prometheus_client import registry
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
+from os_brick_cas.metrics import opts
+from os_brick_cas.metrics import qemu
+from os_brick_cas import report
+
+LOG = logging.getLogger(__name__)
+PREFIX = 'os_brick_cas_'
+BLOCK = 4096
+CACHE_LABELS = ['cache_id']
+CORE_LABELS = ['cache_id', 'core_id', 'volume_id', 'rbd_image',
+               'instance_uuid']
+T = TypeVar('T')
+
+#: request counters: (metric, help, casadm titles that add up to it)
+REQUESTS = [
+    ('read_hits', 'Reads served from the cache.',
+     ('Read hits [Requests]',)),
+    ('read_misses', 'Reads that went (partly) to Ceph.',
+     ('Read partial misses [Requests]', 'Read full misses [Requests]')),
+    ('write_hits', 'Writes to lines already in the cache.',
+     ('Write hits [Requests]',)),
+    ('write_misses', 'Writes to lines not (fully) in the cache.',
+     ('Write partial misses [Requests]', 'Write full misses [Requests]')),
+    ('pass_through_requests', 'Requests that bypassed the cache.',
+     ('Pass-Through reads [Requests]', 'Pass-Through writes [Requests]')),
+]
+#: I/O errors as casadm counts them: (device, direction, title)
+IO_ERRORS = [
+    ('cache', 'read', 'Cache read errors [Requests]'),
+    ('cache', 'write', 'Cache write errors [Requests]'),
+    ('core', 'read', 'Core read errors [Requests]'),
+    ('core', 'write', 'Core write errors [Requests]'),
+]
+#: gauges in 4 KiB blocks, exported in bytes: (metric, help, title)
+USAGE = [
+    ('occupancy_bytes', 'Cache space holding this data.',
+     'Occupancy [4KiB Blocks]'),
+    ('dirty_bytes', 'Data in the cache not yet written to Ceph.',
+     casadm_mod.DIRTY_BLOCKS),
+]
+
+
+def _value(stats: dict[str, str], title: str) -> Optional[float]:
+    raw = stats.get(title, '').strip()
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
+class _Families:
+    """The metric families of one scrape, filled cache by cache."""
+
+    def __init__(self) -> None:
+        self.up = prom.GaugeMetricFamily(
+            PREFIX + 'up', '1 when casadm listed the cache instances.')
+        self.cache_info = prom.GaugeMetricFamily(
+            PREFIX + 'cache_info', 'A cache instance, its mode and state.',
+            labels=CACHE_LABELS + ['mode', 'status', 'device'])
+        self.cache_running = prom.GaugeMetricFamily(
+            PREFIX + 'cache_running',
+            '1 when the cache instance is Running (not Incomplete, '
+            'Stopping, Initializing...).', labels=CACHE_LABELS)
+        self.core_active = prom.GaugeMetricFamily(
+            PREFIX + 'core_active',
+            '1 when the core is active, 0 when inactive (its RBD device '
+            'is missing; its dirty data cannot reach Ceph).',
+            labels=CORE_LABELS)
+        self.dirty_for = prom.GaugeMetricFamily(
+            PREFIX + 'core_dirty_for_seconds',
+            'Seconds since the core was last clean (0 when clean).',
+            labels=CORE_LABELS)
+        self.usage = {
+            (level, name): prom.GaugeMetricFamily(
+                '%s%s_%s' % (PREFIX, level, name), text, labels=labels)
+            for level, labels in (('cache', CACHE_LABELS),
+                                  ('core', CORE_LABELS))
+            for name, text, _ in USAGE}
+        self.requests = {
+            (level, name): prom.CounterMetricFamily(
+                '%s%s_%s' % (PREFIX, level, name), text, labels=labels)
+            for level, labels in (('cache', CACHE_LABELS),
+                                  ('core', CORE_LABELS))
+            for name, text, _ in REQUESTS}
+        self.io_errors = {
+            level: prom.CounterMetricFamily(
+                '%s%s_io_errors' % (PREFIX, level),
+                'I/O errors casadm counted, by device (cache: the SSD, '
+                'core: the RBD device) and direction.',
+                labels=labels + ['device', 'direction'])
+            for level, labels in (('cache', CACHE_LABELS),
+                                  ('core', CORE_LABELS))}
+
+    def add_stats(self, level: str, labels: list[str],
+                  stats: dict[str, str]) -> None:
+        for name, _, title in USAGE:
+            value = _value(stats, title)
+            if value is not None:
+                self.usage[level, name].add_metric(labels, value * BLOCK)
+        for name, _, titles in REQUESTS:
+            values = [_value(stats, title) for title in titles]
+            if None not in values:
+                self.requests[level, name].add_metric(labels, sum(values))
+        for device, direction, title in IO_ERRORS:
+            value = _value(stats, title)
+            if value is not None:
+                self.io_errors[level].add_metric(
+                    labels + [device, direction], value)
+
+    def all(self) -> Iterator[prom.Metric]:
+        yield from (self.up, self.cache_info, self.cache_running,
+                    self.core_active, self.dirty_for)
+        yield from self.usage.values()
+        yield from self.requests.values()
+        yield from self.io_errors.values()
+
+
+class CasCollector(registry.Collector):
+    """Metrics of every Open CAS cache instance and core on this host.
+
+    Keeps, across scrapes, how many casadm calls failed and how long they
+    took, per casadm operation.
+    """
+
+    def __init__(self, conf: Optional[cfg.ConfigOpts] = None,
+                 casadm: Optional[casadm_mod.Casadm] = None) -> None:
+        self.conf = conf or cfg.CONF
+        self.casadm = casadm or casadm_mod.Casadm(self.conf)
+        self.errors: dict[str, int] = {}
+        self.seconds: dict[str, tuple[int, float]] = {}
+
+    def _call(self, operation: str, func: Callable[..., T],
+              *args: object) -> Optional[T]:
+        start = time.monotonic()
+        try:
+            return func(*args)
+        except exception.CasError as exc:
+            self.errors[operation] = self.errors.get(operation, 0) + 1
+            LOG.warning('metrics: casadm %s failed: %s', operation, exc)
+            return None
+        finally:
+            count, total = self.seconds.get(operation, (0, 0.0))
+            self.seconds[operation] = (count + 1,
+                                       total + time.monotonic() - start)
+
+    def _instances(self, caches: list[casadm_mod.CacheInstance]
+                   ) -> dict[str, str]:
+        group = self.conf[opts.GROUP]
+        if not group.instance_uuids:
+            return {}
+        devices = [core.exported for cache in caches for core in cache.cores
+                   if core.exported]
+        try:
+            return qemu.instances_by_device(devices, group.proc_root)
+        except OSError as exc:
+            LOG.warning('metrics: cannot read %s for instance uuids: %s',
+                        group.proc_root, exc)
+            return {}
+
+    def _add_cache(self, families: _Families,
+                   cache: casadm_mod.CacheInstance,
+                   instances: dict[str, str]) -> None:
+        cache_labels = [str(cache.cache_id)]
+        families.cache_info.add_metric(
+            cache_labels + [cache.current_mode, cache.status, cache.device],
+            1)
+        families.cache_running.add_metric(
+            cache_labels, 1 if cache.status == 'Running' else 0)
+        stats = self._call('stats', self.casadm.stats, cache.cache_id)
+        if stats is not None:
+            families.add_stats('cache', cache_labels, stats)
+        for core in cache.cores:
+            image, volume_id = report.rbd_image_of(core.device)
+            labels = cache_labels + [
+                str(core.core_id), volume_id or '', image or '',
+                instances.get(core.exported or '', '')]
+            families.core_active.add_metric(labels, 1 if core.active else 0)
+            stats = self._call('stats', self.casadm.stats, cache.cache_id,
+                               core.core_id)
+            if stats is None:
+                continue
+            families.add_stats('core', labels, stats)
+            families.dirty_for.add_metric(
+                labels, _value(stats, 'Dirty for [s]') or 0)
+
+    def collect(self) -> Iterator[prom.Metric]:
+        families = _Families()
+        caches = self._call('list', self.casadm.list_caches)
+        families.up.add_metric([], 0 if caches is None else 1)
+        if caches:
+            instances = self._instances(caches)
+            for cache in caches:
+                self._add_cache(families, cache, instances)
+        yield from families.all()
+        errors = prom.CounterMetricFamily(
+            PREFIX + 'casadm_errors',
+            'casadm calls of the exporter that failed, by operation.',
+            labels=['operation'])
+        calls = prom.SummaryMetricFamily(
+            PREFIX + 'casadm_call_seconds',
+            'Time the exporter\'s casadm calls took, by operation.',
+            labels=['operation'])
+        for operation in sorted(self.seconds):
+            errors.add_metric([operation], self.errors.get(operation, 0))
+            count, total = self.seconds[operation]
+            calls.add_metric([operation], count, total)
+        yield errors
+        yield calls

@@ -1,0 +1,228 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The Prometheus exporter scraping the simulated host.
+
+The collector, casadm layer and privsep entry points are real; the
+stand-in casadm answers below. Values are read back from the scrape text
+with prometheus_client's own parser, as Prometheus would see them.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+from prometheus_client import parser
+
+from os_brick_cas.metrics import exporter
+from os_brick_cas.metrics import opts as metrics_opts
+from tests.functional import test_cli
+
+VOL_WT = test_cli.VOL_WT
+VOL_WB = test_cli.VOL_WB
+BLOCK = 4096
+
+
+def samples(text: str) -> dict[tuple[str, frozenset], float]:
+    """``{(sample name, labels): value}`` of a scrape."""
+    return {(sample.name, frozenset(sample.labels.items())): sample.value
+            for family in parser.text_string_to_metric_families(text)
+            for sample in family.samples}
+
+
+def value(scrape: dict, name: str, **labels: str) -> float:
+    """The one sample *name* whose labels include *labels*."""
+    found = [v for (n, have), v in scrape.items()
+             if n == name and set(labels.items()) <= have]
+    if len(found) != 1:
+        raise AssertionError('%d samples %s%s in %s' % (
+            len(found), name, labels, sorted(scrape)))
+    return found[0]
+
+
+class ExporterTestCase(test_cli.CliTestCase):
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.conf.config(group=metrics_opts.GROUP, listen_port=0)
+
+    def scrape(self) -> dict[tuple[str, frozenset], float]:
+        return samples(exporter.scrape(exporter.build_registry()))
+
+    def core_of(self, cache_id: int):
+        [core] = [c for c in self.cores() if c.cache_id == cache_id]
+        return core
+
+    def test_counts_hits_dirty_and_state_per_volume(self):
+        self.attach(VOL_WT, 'wt')
+        self.attach(VOL_WB, 'wb')
+        wt, wb = self.core_of(1), self.core_of(2)
+        self.host.set_dirty(2, wb.core_id, 40)
+        self.host.record_reads(1, wt.core_id, total=200, hits=150)
+
+        scrape = self.scrape()
+        self.assertEqual(1, value(scrape, 'os_brick_cas_up'))
+        on_wt = dict(cache_id='1', core_id=str(wt.core_id),
+                     volume_id=VOL_WT, instance_uuid='',
+                     rbd_image='volumes/volume-' + VOL_WT)
+        self.assertEqual(
+            (150, 50, 1, 0),
+            (value(scrape, 'os_brick_cas_core_read_hits_total', **on_wt),
+             value(scrape, 'os_brick_cas_core_read_misses_total', **on_wt),
+             value(scrape, 'os_brick_cas_core_active', **on_wt),
+             value(scrape, 'os_brick_cas_core_dirty_bytes', **on_wt)))
+        # read misses are promoted: they occupy the cache
+        self.assertEqual(50 * BLOCK, value(
+            scrape, 'os_brick_cas_core_occupancy_bytes', **on_wt))
+        self.assertEqual((40 * BLOCK, 40, 0), (
+            value(scrape, 'os_brick_cas_core_dirty_bytes', volume_id=VOL_WB),
+            value(scrape, 'os_brick_cas_core_write_hits_total',
+                  volume_id=VOL_WB),
+            value(scrape, 'os_brick_cas_core_write_misses_total',
+                  volume_id=VOL_WB)))
+        self.assertEqual((40 * BLOCK, 150, 1, 1), (
+            value(scrape, 'os_brick_cas_cache_dirty_bytes', cache_id='2'),
+            value(scrape, 'os_brick_cas_cache_read_hits_total',
+                  cache_id='1'),
+            value(scrape, 'os_brick_cas_cache_running', cache_id='2'),
+            value(scrape, 'os_brick_cas_cache_info', cache_id='2',
+                  mode='wb', status='Running')))
+        self.assertEqual(0, value(
+            scrape, 'os_brick_cas_cache_io_errors_total', cache_id='2',
+            device='cache', direction='write'))
+        self.assertEqual(0, value(scrape, 'os_brick_cas_casadm_errors_total',
+                                  operation='stats'))
+
+    def test_inactive_core_keeps_its_dirty_data_visible(self):
+        self.attach(VOL_WB, 'wb')
+        self.host.set_dirty(2, self.core_of(2).core_id, 9)
+        self.host.reboot()              # RBD device gone: core inactive
+
+        scrape = self.scrape()
+        self.assertEqual((0, 9 * BLOCK, 0), (
+            value(scrape, 'os_brick_cas_core_active', volume_id=VOL_WB),
+            value(scrape, 'os_brick_cas_core_dirty_bytes', volume_id=VOL_WB),
+            value(scrape, 'os_brick_cas_cache_running', cache_id='2')))
+
+    def test_casadm_failure_is_a_metric_not_a_failed_scrape(self):
+        self.host.set_module_loaded(False)
+        scrape = self.scrape()
+        self.assertEqual((0, 1), (
+            value(scrape, 'os_brick_cas_up'),
+            value(scrape, 'os_brick_cas_casadm_errors_total',
+                  operation='list')))
+        self.assertFalse([name for name, _ in scrape
+                          if name.startswith('os_brick_cas_core_')])
+
+    def test_instance_uuid_of_the_qemu_holding_the_device(self):
+        info = self.attach(VOL_WT, 'wt')
+        instance = str(uuid.uuid4())
+        # stands in for QEMU: "-uuid <uuid>" on its command line, the
+        # cached device open
+        qemu = subprocess.Popen(
+            [sys.executable, '-c',
+             'import sys, time\nf = open(sys.argv[1], "rb")\n'
+             'print("open", flush=True)\ntime.sleep(60)',
+             info['path'], '-uuid', instance],
+            stdout=subprocess.PIPE, text=True)
+        self.addCleanup(qemu.wait)
+        self.addCleanup(qemu.kill)
+        self.assertEqual('open\n', qemu.stdout.readline())
+
+        scrape = self.scrape()
+        self.assertEqual(1, value(scrape, 'os_brick_cas_core_active',
+                                  volume_id=VOL_WT, instance_uuid=instance))
+        self.conf.config(group=metrics_opts.GROUP, instance_uuids=False)
+        self.assertEqual(1, value(self.scrape(), 'os_brick_cas_core_active',
+                                  volume_id=VOL_WT, instance_uuid=''))
+
+    def test_textfile_written_atomically_for_node_exporter(self):
+        self.attach(VOL_WB, 'wb')
+        self.host.set_dirty(2, self.core_of(2).core_id, 7)
+        directory = os.path.join(self.tmp, 'textfile')
+        os.mkdir(directory)
+        path = os.path.join(directory, 'os_brick_cas.prom')
+
+        code, _, err = self.cli('exporter', '--textfile', path)
+        self.assertEqual(0, code, err)
+        self.assertEqual(['os_brick_cas.prom'], os.listdir(directory))
+        with open(path) as prom:
+            scrape = samples(prom.read())
+        self.assertEqual(7 * BLOCK, value(
+            scrape, 'os_brick_cas_core_dirty_bytes', volume_id=VOL_WB))
+
+    def test_textfile_in_a_missing_directory_says_what_to_do(self):
+        code, _, err = self.cli('exporter', '--textfile',
+                                os.path.join(self.tmp, 'nowhere', 'x.prom'))
+        self.assertEqual(1, code)
+        self.assertIn('check that its directory exists', err)
+
+    def test_http_endpoint_on_the_configured_address(self):
+        self.attach(VOL_WT, 'wt')
+        self.host.record_reads(1, self.core_of(1).core_id, total=10, hits=4)
+        server, thread = exporter.start_http()
+        self.addCleanup(thread.join, 5)
+        self.addCleanup(server.shutdown)
+        self.assertEqual('127.0.0.1', server.server_address[0])
+        url = 'http://127.0.0.1:%d/metrics' % server.server_port
+        start = time.monotonic()
+        with urllib.request.urlopen(url, timeout=30) as response:
+            scrape = samples(response.read().decode())
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertEqual(6, value(
+            scrape, 'os_brick_cas_core_read_misses_total', volume_id=VOL_WT))
+
+    def test_the_command_serves_http_until_stopped(self):
+        self.attach(VOL_WB, 'wb')
+        self.host.set_dirty(2, self.core_of(2).core_id, 3)
+        with socket.socket() as probe:
+            probe.bind(('127.0.0.1', 0))
+            port = probe.getsockname()[1]
+        conf = os.path.join(self.tmp, 'exporter.conf')
+        with open(conf, 'w') as conf_file:
+            conf_file.write('[%s]\nlisten_port = %d\n' % (
+                metrics_opts.GROUP, port))
+        command = subprocess.Popen(
+            [sys.executable, '-m', 'os_brick_cas.cmd.main', 'exporter',
+             '--config-file', conf], stderr=subprocess.PIPE, text=True)
+        self.addCleanup(command.wait)
+        self.addCleanup(command.terminate)
+        url = 'http://127.0.0.1:%d/metrics' % port
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    scrape = samples(response.read().decode())
+                break
+            except OSError:
+                if command.poll() is not None or time.monotonic() > deadline:
+                    self.fail('exporter did not serve %s: %s' % (
+                        url, command.stderr.read() if command.poll() is not
+                        None else 'timeout'))
+                time.sleep(0.2)
+        self.assertEqual(3 * BLOCK, value(
+            scrape, 'os_brick_cas_core_dirty_bytes', volume_id=VOL_WB))
+
+    def test_busy_port_says_which_option_to_change(self):
+        with socket.socket() as busy:
+            busy.bind(('127.0.0.1', 0))
+            busy.listen()
+            self.conf.config(group=metrics_opts.GROUP,
+                             listen_port=busy.getsockname()[1])
+            code, _, err = self.cli('exporter')
+        self.assertEqual(1, code)
+        self.assertIn('set [os_brick_cas_exporter] listen_address/'
+                      'listen_port', err)
