@@ -25,7 +25,7 @@ import sys
 from typing import Any, Callable, Optional
 
 from cinderclient import client as cinder_client
-from keystoneauth1 import loading
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
 
 from cinder_ext import extra_specs
@@ -36,14 +36,32 @@ from os_brick_cas import modes
 session_factory: Callable[[], Any] = None  # type: ignore[assignment]
 
 
+class MissingCredentials(SystemExit):
+    """No usable OpenStack credentials: a user error, not a traceback."""
+
+
 def _env_session() -> ks_session.Session:
-    loader = loading.get_plugin_loader(os.environ.get('OS_AUTH_TYPE',
-                                                      'password'))
-    options = {opt.dest: os.environ.get('OS_' + opt.dest.upper())
-               for opt in loader.get_options()}
-    auth = loader.load_from_options(**{k: v for k, v in options.items()
-                                       if v is not None})
-    return ks_session.Session(auth=auth)
+    """A keystoneauth session from the standard client configuration.
+
+    ``OS_CLOUD`` (or ``--os-cloud``-style env) names an entry of
+    clouds.yaml; otherwise the ``OS_*`` variables are used, as the
+    openstack client does (openstacksdk's config loader reads both).
+    """
+    from openstack import config as os_config
+    from openstack import exceptions as os_exceptions
+    try:
+        region = os_config.OpenStackConfig().get_one(
+            cloud=os.environ.get('OS_CLOUD'))
+        return region.get_session()
+    except (os_exceptions.ConfigException,
+            ks_exceptions.MissingRequiredOptions,
+            ks_exceptions.NoMatchingPlugin) as exc:
+        raise MissingCredentials(
+            'os-brick-cas: no usable OpenStack credentials (%s). Set '
+            'OS_CLOUD to an entry of clouds.yaml, or source an openrc with '
+            'OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME and '
+            'the domain variables; an admin (or service) role is needed.'
+            % exc)
 
 
 def cinder(session: Optional[Any] = None) -> Any:

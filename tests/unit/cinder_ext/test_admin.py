@@ -18,6 +18,7 @@ the commands above them are real.
 
 import io
 import json
+import os
 from unittest import mock
 
 import fixtures
@@ -108,3 +109,37 @@ class AdminCommandsTestCase(testtools.TestCase):
             self.assertEqual(1, self.run_cli('type-create', 'x', '--mode',
                                              'wt'))
         self.assertEqual([], self.http.request_history)
+
+
+class CredentialsTestCase(testtools.TestCase):
+    """API verbs use the standard client configuration (openstacksdk)."""
+
+    def setUp(self):
+        super().setUp()
+        for name in [n for n in os.environ if n.startswith('OS_')]:
+            self.useFixture(fixtures.EnvironmentVariable(name))
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.clouds = os.path.join(tmp, 'clouds.yaml')
+        with open(self.clouds, 'w') as clouds:
+            clouds.write('clouds:\n  ops:\n    auth:\n'
+                         '      auth_url: http://keystone.test/v3\n'
+                         '      username: admin\n      password: secret\n'
+                         '      project_name: admin\n'
+                         '      user_domain_name: Default\n'
+                         '      project_domain_name: Default\n')
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', self.clouds))
+        self.useFixture(fixtures.EnvironmentVariable('HOME', tmp))
+
+    def test_os_cloud_names_a_clouds_yaml_entry(self):
+        self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD', 'ops'))
+        session = admin._env_session()
+        self.assertEqual('http://keystone.test/v3', session.auth.auth_url)
+
+    def test_missing_credentials_say_what_to_set_without_traceback(self):
+        os.unlink(self.clouds)
+        exc = self.assertRaises(SystemExit, admin._env_session)
+        self.assertIn('Set OS_CLOUD to an entry of clouds.yaml', str(exc))
+        self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD', 'nope'))
+        exc = self.assertRaises(SystemExit, admin._env_session)
+        self.assertIn('nope', str(exc))
