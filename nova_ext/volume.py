@@ -130,6 +130,9 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         """
         for key in ('cas_epoch', 'cas_owner_epoch'):
             data.pop(key, None)
+        if epoch:
+            # a core is reused only by the attachment that added it
+            data['cas_epoch'] = epoch
         if not CONF[opts.GROUP].use_fence_marker:
             return FENCE_UNUSED, None
         client = fence.client()
@@ -138,7 +141,6 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             raise VolumeFenced(volume=volume.volume_id, fenced=owner.host,
                                host=CONF.host)
         if epoch:
-            data['cas_epoch'] = epoch
             owner_epoch = self._owner_epoch(owner)
             if owner_epoch is not None:
                 data['cas_owner_epoch'] = owner_epoch
