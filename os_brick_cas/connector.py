@@ -192,6 +192,7 @@ class CachedRBDConnector(rbd.RBDConnector):
                 self._refuse_if_cache_stopped(volume, 'attach', None, exc)
                 raise
             self._refuse_if_cache_stopped(volume, 'attach', caches)
+            self._refuse_stale_before_map(volume, caches)
             return self._connect(volume, connection_properties, caches)
 
     def _connect(self, volume: volume_mod.RBDVolume,
@@ -346,6 +347,35 @@ class CachedRBDConnector(rbd.RBDConnector):
         if not (removed or unmapped):
             LOG.info('Volume %s was already detached from this host.',
                      volume.label)
+
+    def _refuse_stale_before_map(
+            self, volume: volume_mod.RBDVolume,
+            caches: list[casadm_mod.CacheInstance]) -> None:
+        """Refuse before mapping if a dirty core here is not ours to use.
+
+        Mapping the image makes its by-id link appear, and Open CAS's udev
+        loader re-activates a listed core at once - which starts cleaning
+        its (stale) dirty data into the image. So this is checked before
+        ``rbd map``; the same rule as the claim in VolumeCache.attach.
+        """
+        if volume.epoch is None or volume.owner_epoch is ownership.UNKNOWN:
+            return
+        for core in (core for cache in caches for core in cache.cores
+                     if _names_image(core.device, volume.spec)):
+            record = ownership.read(core.device)
+            if record is not None and record.epoch in (
+                    volume.epoch, volume.owner_epoch):
+                continue
+            dirty = self.volume_cache.casadm.dirty_blocks(core)
+            if dirty:
+                error = exception.NotDataOwner(
+                    action='attach', volume=volume.label, core=core.core_id,
+                    cache_id=core.cache_id, dirty=dirty,
+                    epoch=record.epoch if record else 'unknown (no record)',
+                    owner='attachment %s of this host' % volume.owner_epoch
+                    if volume.owner_epoch else 'another host or no host')
+                LOG.error('%s', error)
+                raise error
 
     def _refuse_unless_owner(self, volume: volume_mod.RBDVolume,
                              core: casadm_mod.Core) -> None:

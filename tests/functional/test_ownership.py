@@ -83,9 +83,13 @@ class OwnershipTestCase(base.FunctionalTestCase):
         core = self.dirty_core_after_reboot(image)
         props = self.props(image, 'wb', cas_epoch=EPOCH_B,
                            cas_owner_epoch='')
+        maps = len(self.host.calls(verb='map'))
         exc = self.assertRaises(exception.NotDataOwner,
                                 self.connector.connect_volume, props)
         self.assertIn('32 dirty blocks of attachment %s' % EPOCH_A, str(exc))
+        # refused before mapping: Open CAS's udev loader would re-activate
+        # the core (and clean its stale data) as soon as the link appeared
+        self.assertEqual(maps, len(self.host.calls(verb='map')))
         self.assertEqual([], self.mappings())
         exc = self.assertRaises(exception.NotDataOwner,
                                 self.connector.disconnect_volume, props,
@@ -115,3 +119,18 @@ class OwnershipTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(props, info)
         self.assertEqual(32, self.host.state()['flushed_blocks'])
         self.assert_clean_host()
+
+    def test_udev_loader_never_sees_a_link_for_a_stale_core(self):
+        """Mapping would let Open CAS's loader re-add and clean the core."""
+        image = self.image('volume-wb-loader')
+        core = self.dirty_core_after_reboot(image)
+        self.host.set_udev_loader(True)
+        props = self.props(image, 'wb', cas_epoch=EPOCH_B,
+                           cas_owner_epoch='')
+        self.assertRaises(exception.NotDataOwner,
+                          self.connector.connect_volume, props)
+        [kept] = self.cores()
+        self.assertEqual((core.core_id, False, 32),
+                         (kept.core_id, kept.active, self.dirty(kept)))
+        self.assertEqual([], self.host.state().get('loader_added', []))
+        self.assertEqual(0, self.host.state()['flushed_blocks'])
