@@ -153,12 +153,8 @@ class VolumeCache(object):
         if owner_epoch is ownership.UNKNOWN or (
                 record is not None and record.epoch == owner_epoch):
             return core
-        raise exception.NotDataOwner(
-            action='attach', volume=volume, core=core.core_id,
-            cache_id=core.cache_id, dirty=dirty,
-            epoch=record.epoch if record else 'unknown (no record)',
-            owner='attachment %s of this host' % owner_epoch if owner_epoch
-            else 'another host or no host')
+        raise ownership.not_owner('attach', volume, core.cache_id,
+                                  core.core_id, dirty, record, owner_epoch)
 
     def _add(self, core_device: str, requested: modes.CacheMode,
              volume: str, caches: list[casadm_mod.CacheInstance],

@@ -368,12 +368,9 @@ class CachedRBDConnector(rbd.RBDConnector):
                 continue
             dirty = self.volume_cache.casadm.dirty_blocks(core)
             if dirty:
-                error = exception.NotDataOwner(
-                    action='attach', volume=volume.label, core=core.core_id,
-                    cache_id=core.cache_id, dirty=dirty,
-                    epoch=record.epoch if record else 'unknown (no record)',
-                    owner='attachment %s of this host' % volume.owner_epoch
-                    if volume.owner_epoch else 'another host or no host')
+                error = ownership.not_owner(
+                    'attach', volume.label, core.cache_id, core.core_id,
+                    dirty, record, volume.owner_epoch)
                 LOG.error('%s', error)
                 raise error
 
@@ -392,12 +389,9 @@ class CachedRBDConnector(rbd.RBDConnector):
         dirty = self.volume_cache.casadm.dirty_blocks(core)
         if dirty == 0:
             return
-        error = exception.NotDataOwner(
-            action='detach', volume=volume.label, core=core.core_id,
-            cache_id=core.cache_id, dirty=dirty,
-            epoch=record.epoch if record else 'unknown (no record)',
-            owner='attachment %s of this host' % volume.owner_epoch
-            if volume.owner_epoch else 'another host or no host')
+        error = ownership.not_owner('detach', volume.label, core.cache_id,
+                                    core.core_id, dirty, record,
+                                    volume.owner_epoch)
         LOG.error('%s', error)
         raise error
 

@@ -30,6 +30,7 @@ from typing import Optional
 
 from oslo_config import cfg
 
+from os_brick_cas import exception
 from os_brick_cas import opts
 from os_brick_cas import validation
 
@@ -77,3 +78,14 @@ def read(link: str) -> Optional[OwnerRecord]:
 
 def encode(record: OwnerRecord) -> str:
     return json.dumps(dataclasses.asdict(record), sort_keys=True) + '\n'
+
+
+def not_owner(action: str, volume: str, cache_id: int, core_id: int,
+              dirty: int, record: Optional[OwnerRecord],
+              owner_epoch: Optional[str]) -> exception.NotDataOwner:
+    """The refusal for dirty data of an attachment that is not the owner."""
+    return exception.NotDataOwner(
+        action=action, volume=volume, core=core_id, cache_id=cache_id,
+        dirty=dirty, epoch=record.epoch if record else 'unknown (no record)',
+        owner='attachment %s of this host' % owner_epoch if owner_epoch
+        else 'another host or no host')

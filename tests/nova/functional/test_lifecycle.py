@@ -41,6 +41,14 @@ class LifecycleTestBase(base.CachedVolumeTestBase):
     ADMIN_API = True
     volumes = {WT_VOL: 'wt', WB_VOL: 'wb'}
 
+    def take_down(self, compute: str) -> str:
+        """Stop *compute* and force its service down; its service id."""
+        self.computes[compute].stop()
+        service_id = self.admin_api.get_services(
+            host=compute, binary='nova-compute')[0]['id']
+        self.admin_api.put_service_force_down(service_id, True)
+        return service_id
+
 
 class TwoComputesTestBase(LifecycleTestBase):
     """compute1 (with the server) and compute2, each on its own host."""
@@ -273,10 +281,7 @@ class OrphanedCoreTestCase(LifecycleTestBase):
         self.host.set_dirty(core.cache_id, core.core_id, 48)
         # compute1 goes down; the server is deleted meanwhile (nova's
         # local delete: no detach ever reaches the host)
-        self.computes['compute1'].stop()
-        service_id = self.admin_api.get_services(
-            host='compute1', binary='nova-compute')[0]['id']
-        self.admin_api.put_service_force_down(service_id, True)
+        service_id = self.take_down('compute1')
         self._delete_server(server)
         self.host.reboot()
         self.restart_compute_service('compute1',
@@ -314,10 +319,7 @@ class CleanCoreReuseTestCase(LifecycleTestBase):
         [old] = self.cores()
         # a crash; the server is deleted while the host is down, so the
         # wt core stays behind, inactive, with its (soon stale) lines
-        self.computes['compute1'].stop()
-        service_id = self.admin_api.get_services(
-            host='compute1', binary='nova-compute')[0]['id']
-        self.admin_api.put_service_force_down(service_id, True)
+        service_id = self.take_down('compute1')
         self._delete_server(first)
         self.host.reboot()
         self.restart_compute_service('compute1',
@@ -363,10 +365,7 @@ class EvacuateTestCase(TwoComputesTestBase):
         self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
 
         # compute1 is lost, with dirty data in its cache
-        self.computes['compute1'].stop()
-        service_id = self.admin_api.get_services(
-            host='compute1', binary='nova-compute')[0]['id']
-        self.admin_api.put_service_force_down(service_id, True)
+        self.take_down('compute1')
         # cast-as-call in the fixtures: the refusal on compute2 reaches the
         # API; in a cloud it is the instance fault of a failed evacuation
         exc = self.assertRaises(
@@ -403,10 +402,7 @@ class EvacuateTestCase(TwoComputesTestBase):
         self.host.set_dirty(stale.cache_id, stale.core_id, 64)
         first_epoch = self.cinder.epochs[WB_VOL]
         self.assertIsNotNone(first_epoch)
-        self.computes['compute1'].stop()
-        service_id = self.admin_api.get_services(
-            host='compute1', binary='nova-compute')[0]['id']
-        self.admin_api.put_service_force_down(service_id, True)
+        service_id = self.take_down('compute1')
         self.assertEqual(0, self.fence_clear('--host-lost')[0])
         # since API 2.95 an evacuated server is left stopped
         server = self._evacuate_server(
