@@ -182,6 +182,42 @@ def recover(args: argparse.Namespace) -> int:
     return code
 
 
+def owners(args: argparse.Namespace) -> int:
+    """Each core here: its volume, dirty blocks, attachment, Cinder owner."""
+    from os_brick_cas import casadm as casadm_mod
+    from os_brick_cas import report
+    client = fence.FenceClient(cinder())
+    rows = []
+    for cache in report.host_report(casadm_mod.Casadm()):
+        for core in cache.cores:
+            if not core.volume_id:
+                continue
+            owner = client.owner(core.volume_id)
+            lost = {o.epoch for o in client.lost(core.volume_id)}
+            if owner and owner.host == args.host and (
+                    owner.epoch in (None, core.attachment)):
+                verdict = 'owner: this host'
+            elif core.attachment in lost:
+                verdict = 'stale, owner declared lost: discard'
+            elif not core.dirty_blocks:
+                verdict = 'clean'
+            elif owner is None:
+                verdict = 'NO OWNER recorded: investigate before anything'
+            else:
+                verdict = 'stale: newer data is with %s' % owner.host
+            rows.append((core.volume_id, core.cache_id, core.core_id,
+                         core.status, core.dirty_blocks, core.attachment,
+                         '%s/%s' % (owner.host, owner.epoch) if owner
+                         else '-', verdict))
+    print('%-36s %5s %4s %-8s %6s %-36s %-30s %s' % (
+        'VOLUME', 'CACHE', 'CORE', 'STATE', 'DIRTY', 'ATTACHMENT HERE',
+        'CINDER OWNER', 'VERDICT'))
+    for row in rows:
+        print('%-36s %5s %4s %-8s %6s %-36s %-30s %s' % tuple(
+            '-' if value is None else value for value in row))
+    return 0
+
+
 def register_subcommands(subparsers: Any) -> None:
     """Add type-create, type-show, fence-show, fence-clear."""
     create = subparsers.add_parser(
@@ -226,3 +262,11 @@ def register_subcommands(subparsers: Any) -> None:
     rec.add_argument('--rbd-user', default='cinder',
                      help='Ceph user for rbd map (default: %(default)s)')
     rec.set_defaults(func=recover)
+    own = subparsers.add_parser(
+        'owners', help='for each cached volume here: dirty blocks, the '
+                       "attachment this host caches and who Cinder's fence "
+                       'marker names as owner now, with what to do')
+    own.add_argument('--host', default=socket.gethostname(),
+                     help="this compute host's name as nova knows it "
+                          '(default: %(default)s)')
+    own.set_defaults(func=owners)

@@ -293,6 +293,9 @@ class OrphanedCoreTestCase(LifecycleTestBase):
                 orphan.core_id)]['dirty']))
         self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
 
+        code, text = self.cli('owners', '--host', 'compute1')
+        [row] = [line for line in text.splitlines() if WB_VOL in line]
+        self.assertIn('owner: this host', row)
         # another host name is refused: its data would not be the newest
         code, text = self.cli('recover', '--volume', WB_VOL,
                               '--host', 'compute9')
@@ -431,7 +434,15 @@ class EvacuateTestCase(TwoComputesTestBase):
         server = self.api.get_server(server['id'])
         self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
 
-        # the operator drops the stale blocks: only with the owner Cinder
+        # the operator sees what is what ...
+        with self.on_host('compute1'):
+            code, text = self.cli('owners', '--host', 'compute1')
+        self.assertEqual(0, code, text)
+        [row] = [line for line in text.splitlines() if WB_VOL in line]
+        self.assertIn(first_epoch, row)
+        self.assertIn('compute2/%s' % second_epoch, row)
+        self.assertIn('stale, owner declared lost: discard', row)
+        # ... and drops the stale blocks: only with the owner Cinder
         # recorded as lost, and only when confirmed
         with self.on_host('compute1'):
             code, text = self.cli('discard', '--volume', WB_VOL)
