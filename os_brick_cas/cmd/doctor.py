@@ -186,15 +186,19 @@ def _check_cores(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
             _, volume_id = report.rbd_image_of(core.device)
             if not core.active:
                 # statistics (one casadm call) only where they are reported
-                dirty = report.core_report(casadm, core).dirty_blocks
+                core_report = report.core_report(casadm, core)
                 yield Finding(WARN, 'core %d of instance %d (volume %s) is '
-                                    'inactive with %s dirty blocks: its RBD '
-                                    'device is missing (host reboot?). '
-                                    'Start the server using it, or detach '
-                                    'the volume: both map it again and '
-                                    'flush.' % (core.core_id, cache.cache_id,
-                                                volume_id or core.device,
-                                                dirty))
+                                    'inactive with %s dirty blocks of '
+                                    'attachment %s: its RBD device is '
+                                    'missing (host reboot?). Check with '
+                                    '"os-brick-cas owners" who owns the '
+                                    'volume now; if this host does, start '
+                                    'the server using it, or detach the '
+                                    'volume: both map it again and flush.'
+                                    % (core.core_id, cache.cache_id,
+                                       volume_id or core.device,
+                                       core_report.dirty_blocks,
+                                       core_report.attachment or 'unknown'))
             elif volume_id is None:
                 yield Finding(WARN, 'core %d of instance %d (%s) is not a '
                                     'Cinder RBD volume; os-brick-cas leaves '
