@@ -28,6 +28,7 @@ from typing import Optional
 import uuid
 
 import fixtures
+import tenacity
 
 from os_brick_cas.simulator import state as state_mod
 
@@ -49,6 +50,11 @@ def run(*argv: str, timeout: float = 60) -> str:
         raise RuntimeError('%s failed (%d): %s%s' % (
             ' '.join(argv), done.returncode, done.stdout, done.stderr))
     return done.stdout
+
+
+def _mon_refused(exc: BaseException) -> bool:
+    return isinstance(exc, RuntimeError) and (
+        'problem getting command descriptions from mon' in str(exc))
 
 
 def real_rbd() -> str:
@@ -155,7 +161,19 @@ class CephCluster(fixtures.Fixture):
         self._wait_usable()
 
     def ceph(self, *args: str) -> str:
-        return run('ceph', '-c', self.conf, *args, timeout=60)
+        """The ceph CLI on this cluster.
+
+        A young one-mon cluster on a loaded machine now and then refuses
+        a new client's command ("problem getting command descriptions
+        from mon", EPERM); that exact refusal is retried a few times.
+        """
+        for attempt in tenacity.Retrying(
+                retry=tenacity.retry_if_exception(_mon_refused),
+                stop=tenacity.stop_after_attempt(4),
+                wait=tenacity.wait_fixed(2), reraise=True):
+            with attempt:
+                return run('ceph', '-c', self.conf, *args, timeout=60)
+        raise AssertionError('unreachable')
 
     def rbd(self, *args: str, timeout: float = 60) -> str:
         """Ceph's own rbd CLI (never a stand-in earlier on PATH)."""
