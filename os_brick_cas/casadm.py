@@ -124,6 +124,36 @@ def parse_stats(text: str) -> dict[str, str]:
             rows[0].items()}
 
 
+@dataclasses.dataclass(frozen=True)
+class IoClass:
+    """One row of an instance's IO-class table (``-C -L -o csv``)."""
+
+    class_id: int
+    name: str
+    priority: Optional[int]     # None: pinned
+    allocation: float           # 0..1; 0 = the class never maps lines
+
+
+def parse_io_classes(text: str) -> list[IoClass]:
+    """Parse ``casadm --io-class --list -o csv``."""
+    table = []
+    for row in csv.DictReader(io.StringIO(text)):
+        row = {key.strip(): (value or '').strip()
+               for key, value in row.items()}
+        try:
+            table.append(IoClass(
+                class_id=int(row['IO class id']),
+                name=row['IO class name'],
+                priority=(int(row['Eviction priority'])
+                          if row['Eviction priority'] else None),
+                allocation=float(row['Allocation'])))
+        except (KeyError, ValueError):
+            raise exception.CasadmCommandFailed(
+                operation='--io-class --list', exit_code=0,
+                detail='unexpected output %r' % text[:200])
+    return table
+
+
 # (substring of casadm's output, exception factory)
 _ERRORS: list[tuple[str, Callable[..., exception.CasError]]] = [
     ('Try again', lambda ctx, detail: exception.CasadmBusy(
@@ -332,6 +362,25 @@ class Casadm(object):
                    validation.core_id(core.core_id), timeout),
                cache_id=core.cache_id, core_id=core.core_id,
                device=core.device, timeout=timeout)
+
+    def list_io_classes(self, cache_id: int) -> list[IoClass]:
+        """The IO-class table of *cache_id*."""
+        cache_id = validation.cache_id(cache_id)
+        timeout = self._timeout
+        out = _check('--io-class --list',
+                     priv_casadm.list_io_classes(cache_id, timeout),
+                     cache_id=cache_id, timeout=timeout)
+        return parse_io_classes(out)
+
+    def load_io_classes(self, cache_id: int, table: list[IoClass]) -> None:
+        """Replace the whole IO-class table of *cache_id* with *table*."""
+        cache_id = validation.cache_id(cache_id)
+        timeout = self._timeout
+        _check('--io-class --load-config',
+               priv_casadm.load_io_classes(
+                   cache_id, [(c.class_id, c.name, c.priority, c.allocation)
+                              for c in table], timeout),
+               cache_id=cache_id, timeout=timeout)
 
     def discard_core(self, core: Core) -> None:
         """Remove *core* without flushing (drops its dirty data).

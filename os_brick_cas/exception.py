@@ -160,6 +160,14 @@ class NotDataOwner(CasError):
                "them.")
 
 
+class IoClassBudgetSpent(CasError):
+    """No IO class id is left on an instance (at most 33, ids 0-32)."""
+
+    message = ("Cannot drain core %(core)s of cache instance %(cache_id)s: "
+               "its IO-class table already uses all 33 classes. Undrain "
+               "another volume of this instance first.")
+
+
 class InactiveCoreDeviceMissing(DirtyDataPresent):
     """An inactive core holds dirty data and its RBD device is not mapped.
 

@@ -173,3 +173,13 @@ def epoch(value: object) -> str:
             what='attachment epoch', value=value,
             reason='must be 1-64 letters, digits or dashes')
     return value
+
+
+def io_class_id(value: object) -> int:
+    """An Open CAS IO class id (0..32)."""
+    return _bounded_int('IO class id', value, 0, 32)
+
+
+def io_class_priority(value: object) -> int:
+    """An IO class eviction priority (0..255)."""
+    return _bounded_int('IO class priority', value, 0, 255)

@@ -34,6 +34,7 @@ SUBCOMMAND_MODULES = [
     'os_brick_cas.cmd.status',
     'os_brick_cas.cmd.doctor',
     'os_brick_cas.cmd.flush',
+    'os_brick_cas.cmd.drain',
     'os_brick_cas.cmd.bench',
     'os_brick_cas.cmd.exporter',
     'cinder_ext.admin',

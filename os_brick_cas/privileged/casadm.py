@@ -16,6 +16,9 @@ Each returns ``(exit_code, stdout, stderr)``; turning that into records or
 exceptions is :mod:`os_brick_cas.casadm`'s job, outside the daemon.
 """
 
+import csv
+import io
+import re
 import shutil
 import signal
 import subprocess
@@ -25,6 +28,7 @@ from typing import Optional
 from oslo_concurrency import processutils
 from oslo_log import log as logging
 
+from os_brick_cas import exception
 from os_brick_cas import privileged
 from os_brick_cas import validation
 
@@ -42,8 +46,8 @@ Result = tuple[int, str, str]
 _GRACE_SECONDS = 10
 
 
-def _run(args: list[str], timeout: int, interruptible: bool = False
-         ) -> Result:
+def _run(args: list[str], timeout: int, interruptible: bool = False,
+         stdin: Optional[str] = None) -> Result:
     """Run casadm with *args*, stopped once *timeout* seconds have passed.
 
     casadm ignores SIGINT outside a flush, so a call that is not
@@ -59,7 +63,7 @@ def _run(args: list[str], timeout: int, interruptible: bool = False
         out, err = processutils.execute(
             binary, *args, check_exit_code=[0],
             timeout=validation.timeout(timeout),
-            on_execute=started.append)
+            on_execute=started.append, process_input=stdin)
     except processutils.ProcessExecutionError as exc:
         return (exc.exit_code if exc.exit_code is not None else 1,
                 exc.stdout or '', exc.stderr or '')
@@ -182,3 +186,50 @@ def discard_core(cache_id: int, core_id: int, inactive: bool,
     return _run([verb, '--cache-id', str(validation.cache_id(cache_id)),
                  '--core-id', str(validation.core_id(core_id)), '--force'],
                 timeout)
+
+
+#: the IO-class rules os-brick-cas composes (validated before loading)
+_IO_CLASS_NAME = re.compile(r'unclassified|core_id:eq:\d{1,4}&done')
+
+
+def _io_class_csv(rows: list[tuple[int, str, Optional[int], float]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator='\n')
+    writer.writerow(['IO class id', 'IO class name', 'Eviction priority',
+                     'Allocation'])
+    for class_id, name, priority, allocation in rows:
+        class_id = validation.io_class_id(class_id)
+        if not isinstance(name, str) or not _IO_CLASS_NAME.fullmatch(name):
+            raise exception.InvalidInput(what='IO class rule', value=name,
+                                         reason='not a rule os-brick-cas '
+                                                'composes')
+        if priority is not None:
+            priority = validation.io_class_priority(priority)
+        if isinstance(allocation, bool) or not isinstance(
+                allocation, (int, float)) or not 0 <= allocation <= 1:
+            raise exception.InvalidInput(what='IO class allocation',
+                                         value=allocation,
+                                         reason='must be 0..1')
+        writer.writerow([class_id, name,
+                         '' if priority is None else priority,
+                         '%.2f' % allocation])
+    return buffer.getvalue()
+
+
+@privileged.default.entrypoint
+def load_io_classes(cache_id: int,
+                    rows: list[tuple[int, str, Optional[int], float]],
+                    timeout: int) -> Result:
+    """Replace the IO-class table of *cache_id* (the CSV goes on stdin)."""
+    return _run(['--io-class', '--load-config',
+                 '--cache-id', str(validation.cache_id(cache_id)),
+                 '--file', '-'], timeout, stdin=_io_class_csv(
+                     [tuple(row) for row in rows]))
+
+
+@privileged.default.entrypoint
+def list_io_classes(cache_id: int, timeout: int) -> Result:
+    """The IO-class table of *cache_id* in CSV."""
+    return _run(['--io-class', '--list',
+                 '--cache-id', str(validation.cache_id(cache_id)),
+                 '--output-format', 'csv'], timeout)

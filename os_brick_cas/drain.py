@@ -1,0 +1,122 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Draining a write-back core: no dirty data, and none can appear.
+
+Open CAS IO classes are per cache instance; a class with allocation 0
+never maps cache lines, so in a write-back cache its writes go straight to
+the core. Drain = put ``core_id:eq:N&done`` into such a class, then flush
+core N (bounded). Undrain = take the class out again.
+
+This module is the one owner of an instance's IO-class table. The table
+is loaded whole on every change (casadm replaces it), composed from what
+the instance holds now: class 0, and one drain class per drained core that
+still exists. The table persists in cache metadata, so after a reboot the
+drained state is read back from it, and classes of cores that no longer
+exist are dropped at the next change.
+"""
+
+import re
+from typing import Optional
+
+from oslo_log import log as logging
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
+from os_brick_cas import locks
+
+LOG = logging.getLogger(__name__)
+
+UNCLASSIFIED = casadm_mod.IoClass(0, 'unclassified', 255, 1.0)
+_DRAIN_RULE = re.compile(r'core_id:eq:(?P<core>\d+)&done')
+#: class ids 1..32 are ours to hand out (0 is unclassified)
+_IDS = range(1, 33)
+
+
+def drain_rule(core_id: int) -> str:
+    """The IO-class rule that matches core *core_id*'s requests."""
+    return 'core_id:eq:%d&done' % core_id
+
+
+def drained_cores(table: list[casadm_mod.IoClass]) -> set[int]:
+    """Core ids a table drains (their class has allocation 0)."""
+    found = set()
+    for io_class in table:
+        match = _DRAIN_RULE.fullmatch(io_class.name)
+        if match and io_class.allocation == 0:
+            found.add(int(match.group('core')))
+    return found
+
+
+def compose(drained: set[int]) -> list[casadm_mod.IoClass]:
+    """The whole table for an instance whose *drained* cores exist."""
+    if len(drained) > len(_IDS):
+        raise ValueError('more drained cores than IO class ids')
+    table = [UNCLASSIFIED]
+    for class_id, core_id in zip(_IDS, sorted(drained)):
+        # priority 0: evicted first, although it never maps lines anyway
+        table.append(casadm_mod.IoClass(class_id, drain_rule(core_id), 0,
+                                        0.0))
+    return table
+
+
+class DrainManager(object):
+    """Drain and undrain cores of an instance, under its lock."""
+
+    def __init__(self, casadm: casadm_mod.Casadm):
+        self.casadm = casadm
+
+    def _apply(self, cache: casadm_mod.CacheInstance, core_id: int,
+               drained: bool) -> bool:
+        """Load the table with *core_id* drained or not; True if changed."""
+        current = self.casadm.list_io_classes(cache.cache_id)
+        existing = {core.core_id for core in cache.cores}
+        wanted = drained_cores(current) & existing
+        if drained:
+            wanted.add(core_id)
+        else:
+            wanted.discard(core_id)
+        table = compose(wanted) if len(wanted) <= len(_IDS) else None
+        if table is None:
+            raise exception.IoClassBudgetSpent(core=core_id,
+                                               cache_id=cache.cache_id)
+        if table == current:
+            return False
+        self.casadm.load_io_classes(cache.cache_id, table)
+        return True
+
+    def drain(self, cache: casadm_mod.CacheInstance, core: casadm_mod.Core,
+              timeout: int) -> None:
+        """Pin *core* to a no-allocation class, then flush it (bounded).
+
+        Afterwards Ceph holds every acknowledged write of the core and new
+        writes go straight to it. A failed flush leaves the core drained
+        (no new dirty data) with its remaining dirty data in the cache.
+        """
+        with locks.cache_lock(cache.cache_id):
+            if self._apply(cache, core.core_id, True):
+                LOG.info('Core %(core)s of instance %(cache)s drained: its '
+                         'writes now go straight to Ceph',
+                         {'core': core.core_id, 'cache': cache.cache_id})
+            self.casadm.flush(cache.cache_id, core.core_id, timeout)
+
+    def undrain(self, cache: casadm_mod.CacheInstance,
+                core: Optional[casadm_mod.Core], core_id: int) -> None:
+        """Let core *core_id* cache writes again (idempotent)."""
+        with locks.cache_lock(cache.cache_id):
+            if self._apply(cache, core_id, False):
+                LOG.info('Core %(core)s of instance %(cache)s undrained',
+                         {'core': core_id, 'cache': cache.cache_id})
+
+    def is_drained(self, cache_id: int, core_id: int) -> bool:
+        return core_id in drained_cores(
+            self.casadm.list_io_classes(cache_id))
