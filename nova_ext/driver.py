@@ -137,9 +137,11 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
 
     def swap_volume(self, context, old_connection_info, new_connection_info,
                     instance, mountpoint, resize_to):
-        """Flush a cached old volume before the guest moves off it.
+        """Drain a cached old volume before the guest moves off it.
 
-        A failed or timed-out flush aborts the swap before anything
+        Drain = no dirty data and none can appear (os_brick_cas.drain),
+        so writes during the block copy go straight to Ceph. A failed or
+        timed-out flush aborts the swap before anything
         changed (nova deletes the new attachment; the guest stays on the
         old volume). After the pivot, a failed detach of the old volume no
         longer fails the swap: the guest runs on the new volume by then,
@@ -154,9 +156,11 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         volume_driver = self._cached_rbd_volume_driver()
         if old.mode.holds_dirty_data and volume_driver.cached_path(
                 old_connection_info):
-            LOG.info('Flushing volume %s before swapping it out',
+            # drained: no write during the block copy can get dirty, so
+            # the detach after the pivot has nothing left to flush
+            LOG.info('Draining volume %s before swapping it out',
                      old.volume_id, instance=instance)
-            volume_driver.flush(old_connection_info)
+            volume_driver.flush(old_connection_info, drain=True)
         with volume_driver.keeping_data_on_failed_detach(old.volume_id):
             return super().swap_volume(
                 context, old_connection_info, new_connection_info, instance,

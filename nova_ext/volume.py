@@ -203,11 +203,11 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             data['cas_owner_epoch'] = owner_epoch
         return owner
 
-    def flush(self, connection_info) -> bool:
-        """Flush an attached cached volume's dirty data (bounded)."""
+    def flush(self, connection_info, drain: bool = False) -> bool:
+        """Flush (or drain) an attached cached volume (bounded)."""
         data = connection_info['data']
         self._set_owner(data, cas_volume.from_connection_properties(data))
-        return self.connector.flush_volume(data)
+        return self.connector.flush_volume(data, drain=drain)
 
     @contextlib.contextmanager
     def keeping_data_on_failed_detach(self, volume_id: str):

@@ -33,6 +33,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import identity
 from os_brick_cas import locks
@@ -308,6 +309,11 @@ class VolumeCache(object):
                     self.casadm.flush(core.cache_id, core.core_id,
                                       self._flush_timeout)
                 self.casadm.remove_core(core)
+                if mode.holds_dirty_data:
+                    # a drain class must not pass to the next core N
+                    drain_mod.DrainManager(
+                        self.casadm).drop_class_of_removed_core(
+                            core.cache_id, core.core_id)
             if dirty or opencas_conf.read(self.opencas_conf_path).lists_core(
                     core.cache_id, core.core_id, core.device):
                 priv_devices.forget_core(core.cache_id, core.core_id,

@@ -38,6 +38,7 @@ from oslo_utils import excutils
 from os_brick_cas import cache as cache_mod
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import devlinks
+from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import identity
 from os_brick_cas import locks
@@ -454,26 +455,37 @@ class CachedRBDConnector(rbd.RBDConnector):
 
     # -- flush in place ------------------------------------------------
 
-    def flush_volume(self, connection_properties: dict[str, Any]) -> bool:
+    def flush_volume(self, connection_properties: dict[str, Any],
+                     drain: bool = False) -> bool:
         """Flush a cached volume's dirty data now, keeping it attached.
 
-        Bounded by ``flush_timeout``; raises FlushFailed/FlushTimedOut with
-        the data still in the cache. Returns False when the volume has no
-        active core here (nothing to flush).
+        With *drain*, the core is first pinned to a no-allocation IO class
+        so no new dirty data can appear (see :mod:`os_brick_cas.drain`);
+        its class goes when the core is removed. Bounded by
+        ``flush_timeout``; raises FlushFailed/FlushTimedOut with the data
+        still in the cache. Returns False when the volume has no active
+        core here (nothing to flush).
         """
         volume = volume_mod.from_connection_properties(connection_properties)
+        timeout = self.volume_cache.conf[opts.GROUP].flush_timeout
         with locks.volume_lock(volume.spec):
-            core = self._core_of(volume, self.volume_cache.list_caches())
+            caches = self.volume_cache.list_caches()
+            core = self._core_of(volume, caches)
             if core is None or not core.active:
                 return False
             self._refuse_unless_owner(volume, core)
             identity.verify_link(core.device, 'flush volume %s'
                                  % volume.label, volume.spec)
-            with locks.cache_lock(core.cache_id):
-                self.volume_cache.casadm.flush(
-                    core.cache_id, core.core_id,
-                    self.volume_cache.conf[opts.GROUP].flush_timeout)
-        LOG.info('Flushed volume %s in place', volume.label)
+            if drain:
+                [cache] = [c for c in caches if c.cache_id == core.cache_id]
+                drain_mod.DrainManager(self.volume_cache.casadm).drain(
+                    cache, core, timeout)
+            else:
+                with locks.cache_lock(core.cache_id):
+                    self.volume_cache.casadm.flush(core.cache_id,
+                                                   core.core_id, timeout)
+        LOG.info('%s volume %s in place', 'Drained' if drain else 'Flushed',
+                 volume.label)
         return True
 
     # -- paths and size ------------------------------------------------

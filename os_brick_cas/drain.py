@@ -117,6 +117,19 @@ class DrainManager(object):
                 LOG.info('Core %(core)s of instance %(cache)s undrained',
                          {'core': core_id, 'cache': cache.cache_id})
 
+    def drop_class_of_removed_core(self, cache_id: int, core_id: int
+                                   ) -> None:
+        """After core *core_id* was removed: drop its drain class.
+
+        Otherwise the next core given that id would inherit it. The caller
+        holds the instance lock (detach does).
+        """
+        current = self.casadm.list_io_classes(cache_id)
+        drained = drained_cores(current)
+        if core_id in drained:
+            self.casadm.load_io_classes(cache_id,
+                                        compose(drained - {core_id}))
+
     def is_drained(self, cache_id: int, core_id: int) -> bool:
         return core_id in drained_cores(
             self.casadm.list_io_classes(cache_id))

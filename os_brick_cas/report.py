@@ -21,11 +21,16 @@ import dataclasses
 import re
 from typing import Optional
 
+from oslo_log import log as logging
+
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
 from os_brick_cas import validation
+
+LOG = logging.getLogger(__name__)
 
 _BY_ID_RBD = re.compile(r'rbd-(?P<rest>.+)')
 _UUID = (r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
@@ -51,6 +56,8 @@ class CoreReport:
     write_hit_ratio: Optional[float]
     #: the Cinder attachment whose data the core caches (ownership record)
     attachment: Optional[str] = None
+    #: pinned to a no-allocation IO class: cannot get dirty (drain)
+    drained: bool = False
 
     @property
     def core(self) -> casadm_mod.Core:
@@ -179,6 +186,7 @@ def host_report(casadm: casadm_mod.Casadm,
     reports = []
     for cache in casadm.list_caches():
         stats = _stats(casadm, cache.cache_id)
+        drained = _drained(casadm, cache)
         reports.append(CacheReport(
             cache_id=cache.cache_id, mode=cache.mode, status=cache.status,
             device=cache.device,
@@ -187,8 +195,23 @@ def host_report(casadm: casadm_mod.Casadm,
             occupancy_percent=_number(stats, 'Occupancy [%]'),
             dirty_blocks=_int(stats, casadm_mod.DIRTY_BLOCKS),
             read_hit_ratio=hit_ratio(stats, 'Read'),
-            cores=[core_report(casadm, core) for core in cache.cores]))
+            cores=[dataclasses.replace(core_report(casadm, core),
+                                       drained=core.core_id in drained)
+                   for core in cache.cores]))
     return reports
+
+
+def _drained(casadm: casadm_mod.Casadm,
+             cache: casadm_mod.CacheInstance) -> set[int]:
+    """Drained core ids of a write-back/write-only instance (else none)."""
+    if cache.current_mode not in ('wb', 'wo') or not cache.cores:
+        return set()
+    try:
+        return drain.drained_cores(casadm.list_io_classes(cache.cache_id))
+    except exception.CasError as exc:
+        LOG.warning('Cannot read the IO classes of instance %(cache)s: '
+                    '%(err)s', {'cache': cache.cache_id, 'err': exc})
+        return set()
 
 
 def find_volume_core(reports: list[CacheReport],

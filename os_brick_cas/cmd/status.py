@@ -80,6 +80,9 @@ def render_table(reports: list[report.CacheReport]) -> str:
                 core.rbd_device or core.core_device))
             if core.attachment:
                 lines.append('        attachment %s' % core.attachment)
+            if core.drained:
+                lines.append('        drained: writes go straight to Ceph '
+                             '(os-brick-cas undrain)')
         lines.append('')
     lines.append('DIRTY is in 4 KiB blocks not yet written to Ceph.')
     return '\n'.join(lines) + '\n'

@@ -21,6 +21,7 @@ import subprocess
 from os_brick_cas import casadm
 from os_brick_cas import drain
 from os_brick_cas import exception
+from os_brick_cas import report
 from tests.functional import base
 
 
@@ -58,6 +59,11 @@ class DrainTestCase(base.FunctionalTestCase):
                       self.io_class_csv(core.cache_id))
         self.assertTrue(self.manager.is_drained(core.cache_id,
                                                 core.core_id))
+        # status shows it
+        [core_report] = [c for cache in report.host_report(self.casadm)
+                         for c in cache.cores if c.core_id == core.core_id
+                         and c.cache_id == core.cache_id]
+        self.assertTrue(core_report.drained)
         # idempotent: a second drain loads nothing new
         loads = len(self.host.calls(verb='io-class'))
         self.manager.drain(self.cache_of(core), core, 10)
@@ -82,6 +88,9 @@ class DrainTestCase(base.FunctionalTestCase):
         props_b, info_b, core_b = self.attach_dirty('volume-drain-b')
         self.manager.drain(self.cache_of(core_a), core_a, 10)
         self.connector.disconnect_volume(props_a, info_a)
+        # the detach dropped core a's class: a new core with its id would
+        # otherwise inherit it
+        self.assertNotIn('core_id:eq:', self.io_class_csv(core_a.cache_id))
         self.manager.drain(self.cache_of(core_b), core_b, 10)
         table = self.io_class_csv(core_b.cache_id)
         self.assertIn('core_id:eq:%d&done' % core_b.core_id, table)

@@ -50,6 +50,10 @@ class SwapVolumeTestCase(base.CachedVolumeTestBase):
                          [m['name'] for m in self.mappings()])
         state = self.host.state()
         self.assertEqual(20, state['flushed_blocks'])
+        # drained before the pivot: the old core was pinned to a
+        # no-allocation IO class, so the block copy made nothing dirty
+        self.assertTrue([call for call in self.host.calls(verb='io-class')
+                         if '--load-config' in call['argv']])
         self.assertEqual(0, state['dropped_dirty_blocks'])
         self.assertEqual({}, self.cinder.fences)
         # what nova stored for the guest (nova's fake domain does not

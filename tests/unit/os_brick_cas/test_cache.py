@@ -45,6 +45,10 @@ class VolumeCacheTestCase(base.TestCase):
         self.set_instances('wt:1,wb:2')
         with open(self.opencas_conf, 'w') as conf_file:
             conf_file.write(CONF_TEXT)
+        # no drained cores: the IO-class table casadm shows by default
+        self.fake.reply('--io-class --list', (
+            0, 'IO class id,IO class name,Eviction priority,Allocation\n'
+               '0,unclassified,255,1.00\n', ''))
         self.cache = cache.VolumeCache()
 
     def host(self, *core_rows: str) -> None:
@@ -165,8 +169,9 @@ class VolumeCacheTestCase(base.TestCase):
         self.fake.reply('--remove-core', (0, '', ''))
         self.assertTrue(self.cache.detach(LINK, 'vol'))
         verbs = [argv[0] for argv in self.fake.calls]
-        self.assertEqual(['--list-caches', '--flush-cache', '--remove-core'],
-                         verbs)
+        # the last call: no drain class left for the next core 7
+        self.assertEqual(['--list-caches', '--flush-cache', '--remove-core',
+                          '--io-class'], verbs)
         self.assertEqual({}, self.conf_cores())
 
     def test_detach_write_through_does_not_flush(self):
