@@ -33,6 +33,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import identity
 from os_brick_cas import locks
@@ -305,8 +306,9 @@ class VolumeCache(object):
                              'instance %(cache)s) before removal',
                              {'vol': volume, 'core': core.core_id,
                               'cache': core.cache_id})
-                    self.casadm.flush(core.cache_id, core.core_id,
-                                      self._flush_timeout)
+                    with events.timed('flush'):
+                        self.casadm.flush(core.cache_id, core.core_id,
+                                          self._flush_timeout)
                 self.casadm.remove_core(core)
             if dirty or opencas_conf.read(self.opencas_conf_path).lists_core(
                     core.cache_id, core.core_id, core.device):

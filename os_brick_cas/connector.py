@@ -38,6 +38,7 @@ from oslo_utils import excutils
 from os_brick_cas import cache as cache_mod
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import devlinks
+from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import identity
 from os_brick_cas import locks
@@ -138,10 +139,12 @@ class CachedRBDConnector(rbd.RBDConnector):
         """Run ``rbd <operation>`` as root, killed after rbd_timeout."""
         timeout = self.volume_cache.conf[opts.GROUP].rbd_timeout
         try:
-            self._execute('rbd', operation, *args,
-                          *self._get_rbd_args(props, conf),
-                          root_helper=self._root_helper, run_as_root=True,
-                          timeout=timeout, signal=int(signal.SIGKILL))
+            with events.timed('rbd_' + operation):
+                self._execute('rbd', operation, *args,
+                              *self._get_rbd_args(props, conf),
+                              root_helper=self._root_helper,
+                              run_as_root=True, timeout=timeout,
+                              signal=int(signal.SIGKILL))
         except brick_exception.ExecutionTimeout:
             raise exception.RbdTimedOut(
                 operation=operation, volume=volume.label, timeout=timeout,
@@ -469,7 +472,7 @@ class CachedRBDConnector(rbd.RBDConnector):
             self._refuse_unless_owner(volume, core)
             identity.verify_link(core.device, 'flush volume %s'
                                  % volume.label, volume.spec)
-            with locks.cache_lock(core.cache_id):
+            with locks.cache_lock(core.cache_id), events.timed('flush'):
                 self.volume_cache.casadm.flush(
                     core.cache_id, core.core_id,
                     self.volume_cache.conf[opts.GROUP].flush_timeout)
