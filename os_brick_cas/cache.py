@@ -34,6 +34,7 @@ from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import drain as drain_mod
+from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import identity
 from os_brick_cas import locks
@@ -306,8 +307,9 @@ class VolumeCache(object):
                              'instance %(cache)s) before removal',
                              {'vol': volume, 'core': core.core_id,
                               'cache': core.cache_id})
-                    self.casadm.flush(core.cache_id, core.core_id,
-                                      self._flush_timeout)
+                    with events.timed('flush'):
+                        self.casadm.flush(core.cache_id, core.core_id,
+                                          self._flush_timeout)
                 self.casadm.remove_core(core)
                 if mode.holds_dirty_data:
                     # a drain class must not pass to the next core N

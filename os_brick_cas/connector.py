@@ -39,6 +39,7 @@ from os_brick_cas import cache as cache_mod
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import devlinks
 from os_brick_cas import drain as drain_mod
+from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import identity
 from os_brick_cas import locks
@@ -139,10 +140,12 @@ class CachedRBDConnector(rbd.RBDConnector):
         """Run ``rbd <operation>`` as root, killed after rbd_timeout."""
         timeout = self.volume_cache.conf[opts.GROUP].rbd_timeout
         try:
-            self._execute('rbd', operation, *args,
-                          *self._get_rbd_args(props, conf),
-                          root_helper=self._root_helper, run_as_root=True,
-                          timeout=timeout, signal=int(signal.SIGKILL))
+            with events.timed('rbd_' + operation):
+                self._execute('rbd', operation, *args,
+                              *self._get_rbd_args(props, conf),
+                              root_helper=self._root_helper,
+                              run_as_root=True, timeout=timeout,
+                              signal=int(signal.SIGKILL))
         except brick_exception.ExecutionTimeout:
             raise exception.RbdTimedOut(
                 operation=operation, volume=volume.label, timeout=timeout,
@@ -478,10 +481,11 @@ class CachedRBDConnector(rbd.RBDConnector):
                                  % volume.label, volume.spec)
             if drain:
                 [cache] = [c for c in caches if c.cache_id == core.cache_id]
-                drain_mod.DrainManager(self.volume_cache.casadm).drain(
-                    cache, core, timeout)
+                with events.timed('flush'):
+                    drain_mod.DrainManager(self.volume_cache.casadm).drain(
+                        cache, core, timeout)
             else:
-                with locks.cache_lock(core.cache_id):
+                with locks.cache_lock(core.cache_id), events.timed('flush'):
                     self.volume_cache.casadm.flush(core.cache_id,
                                                    core.core_id, timeout)
         LOG.info('%s volume %s in place', 'Drained' if drain else 'Flushed',

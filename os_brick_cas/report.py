@@ -163,10 +163,11 @@ def core_report(casadm: casadm_mod.Casadm,
         occupancy_blocks=_int(stats, 'Occupancy [4KiB Blocks]'),
         read_hit_ratio=hit_ratio(stats, 'Read'),
         write_hit_ratio=hit_ratio(stats, 'Write'),
-        attachment=_attachment_of(core.device))
+        attachment=attachment_of(core.device))
 
 
-def _attachment_of(core_device: str) -> Optional[str]:
+def attachment_of(core_device: str) -> Optional[str]:
+    """The attachment (epoch) owning the core added as *core_device*."""
     try:
         record = ownership.read(core_device)
     except exception.InvalidInput:

@@ -3,7 +3,7 @@
 project = 'os-brick-cas'
 copyright = '2026, os-brick-cas developers'
 # sphinxarg renders the CLI reference from os-brick-cas's own parser
-extensions = ['oslo_config.sphinxext', 'sphinxarg.ext']
+extensions = ['oslo_config.sphinxext', 'sphinxarg.ext', 'reno.sphinxext']
 master_doc = 'index'
 exclude_patterns = ['_build']
 html_theme = 'alabaster'

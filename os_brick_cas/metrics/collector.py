@@ -83,6 +83,15 @@ def _value(stats: dict[str, str], title: str) -> Optional[float]:
         return None
 
 
+def _attachment(core_device: str) -> str:
+    try:
+        return report.attachment_of(core_device) or ''
+    except (OSError, ValueError, KeyError) as exc:
+        LOG.warning('metrics: cannot read the ownership record of %s: %s',
+                    core_device, exc)
+        return ''
+
+
 class _Families:
     """The metric families of one scrape, filled cache by cache."""
 
@@ -101,6 +110,12 @@ class _Families:
             '1 when the core is active, 0 when inactive (its RBD device '
             'is missing; its dirty data cannot reach Ceph).',
             labels=CORE_LABELS)
+        self.attachment = prom.GaugeMetricFamily(
+            PREFIX + 'core_attachment_info',
+            'Always 1; the Cinder attachment whose data the core caches, '
+            'from the host\'s ownership record (empty: no record, e.g. a '
+            'core added before records were kept).',
+            labels=CORE_LABELS + ['attachment'])
         self.dirty_for = prom.GaugeMetricFamily(
             PREFIX + 'core_dirty_for_seconds',
             'Seconds since the core was last clean (0 when clean).',
@@ -144,7 +159,7 @@ class _Families:
 
     def all(self) -> Iterator[prom.Metric]:
         yield from (self.up, self.cache_info, self.cache_running,
-                    self.core_active, self.dirty_for)
+                    self.core_active, self.attachment, self.dirty_for)
         yield from self.usage.values()
         yield from self.requests.values()
         yield from self.io_errors.values()
@@ -210,6 +225,8 @@ class CasCollector(registry.Collector):
                 str(core.core_id), volume_id or '', image or '',
                 instances.get(core.exported or '', '')]
             families.core_active.add_metric(labels, 1 if core.active else 0)
+            families.attachment.add_metric(
+                labels + [_attachment(core.device)], 1)
             stats = self._call('stats', self.casadm.stats, cache.cache_id,
                                core.core_id)
             if stats is None:

@@ -20,6 +20,7 @@ from oslo_log import log as logging
 import prometheus_client
 
 from os_brick_cas.metrics import collector
+from os_brick_cas.metrics import eventlog
 from os_brick_cas.metrics import opts
 
 LOG = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ def build_registry(conf: Optional[cfg.ConfigOpts] = None
     """A registry holding only os-brick-cas's metrics."""
     registry = prometheus_client.CollectorRegistry(auto_describe=False)
     registry.register(collector.CasCollector(conf))
+    registry.register(eventlog.EventCollector(conf))
     return registry
 
 

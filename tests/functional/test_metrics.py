@@ -27,6 +27,7 @@ import uuid
 
 from prometheus_client import parser
 
+from os_brick_cas import exception
 from os_brick_cas.metrics import exporter
 from os_brick_cas.metrics import opts as metrics_opts
 from tests.functional import test_cli
@@ -226,3 +227,81 @@ class ExporterTestCase(test_cli.CliTestCase):
         self.assertEqual(1, code)
         self.assertIn('set [os_brick_cas_exporter] listen_address/'
                       'listen_port', err)
+
+
+class NovaComputeEventsTestCase(test_cli.CliTestCase):
+    """Flushes and rbd calls of the connector, seen by the exporter.
+
+    The connector records them in state_path/events as nova-compute
+    would; a fresh exporter registry reads them back.
+    """
+
+    scrape = ExporterTestCase.scrape
+    core_of = ExporterTestCase.core_of
+
+    def wb_props(self, epoch: str = '') -> dict:
+        image = self.image('volume-' + VOL_WB)
+        extra = {'cas_epoch': epoch} if epoch else {}
+        return self.props(image, 'wb', volume_id=VOL_WB, **extra)
+
+    def test_detach_flush_and_rbd_calls_are_observed(self):
+        props = self.wb_props()
+        self.connector.connect_volume(props)
+        self.host.set_dirty(2, self.core_of(2).core_id, 20)
+        self.connector.disconnect_volume(props, None)
+
+        scrape = self.scrape()
+        self.assertEqual((1, 0, 0), tuple(
+            value(scrape, 'os_brick_cas_flush_seconds_count', result=result)
+            for result in ('ok', 'failed', 'timeout')))
+        self.assertEqual(1, value(scrape, 'os_brick_cas_flush_seconds_bucket',
+                                  result='ok', le='+Inf'))
+        self.assertEqual((1, 1, 0), (
+            value(scrape, 'os_brick_cas_rbd_call_seconds_count',
+                  operation='map', result='ok'),
+            value(scrape, 'os_brick_cas_rbd_call_seconds_count',
+                  operation='unmap', result='ok'),
+            value(scrape, 'os_brick_cas_rbd_call_seconds_count',
+                  operation='map', result='failed')))
+        self.assertGreater(value(scrape, 'os_brick_cas_rbd_call_seconds_sum',
+                                 operation='map', result='ok'), 0)
+
+    def test_failed_flush_is_counted_as_failed(self):
+        props = self.wb_props()
+        self.connector.connect_volume(props)
+        self.addCleanup(self._detach_quietly, props)
+        core = self.core_of(2)
+        self.host.set_dirty(2, core.core_id, 20)
+        self.host.inject_fault('flush-core', exit_code=1,
+                               stderr='Error while writing to core device\n')
+        self.assertRaises(exception.FlushFailed,
+                          self.connector.disconnect_volume,
+                          props, None)
+        self.assertEqual(20, self.dirty(core))
+
+        scrape = self.scrape()
+        self.assertEqual((0, 1), (
+            value(scrape, 'os_brick_cas_flush_seconds_count', result='ok'),
+            value(scrape, 'os_brick_cas_flush_seconds_count',
+                  result='failed')))
+
+    def test_exporter_reads_only_new_events_each_scrape(self):
+        props = self.wb_props()
+        registry = exporter.build_registry()
+        self.connector.connect_volume(props)
+        self.connector.disconnect_volume(props, None)
+        first = samples(exporter.scrape(registry))
+        self.connector.connect_volume(props)
+        self.connector.disconnect_volume(props, None)
+        second = samples(exporter.scrape(registry))
+        self.assertEqual((1, 2), tuple(
+            value(scrape, 'os_brick_cas_flush_seconds_count', result='ok')
+            for scrape in (first, second)))
+
+    def test_core_attachment_from_the_ownership_record(self):
+        epoch = str(uuid.uuid4())
+        self.connector.connect_volume(self.wb_props(epoch))
+        self.addCleanup(self._detach_quietly, self.wb_props(epoch))
+        self.assertEqual(1, value(
+            self.scrape(), 'os_brick_cas_core_attachment_info',
+            volume_id=VOL_WB, attachment=epoch))

@@ -1,0 +1,162 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Flush and rbd call histograms from the event files of other processes.
+
+nova-compute and the CLI append their timings to
+``state_path``/events (see :mod:`os_brick_cas.events`). Each scrape reads
+what was appended since the last one, file by file (followed by inode, so
+a file rotated to ``.1`` is read to its end), and adds it to histograms
+kept for the exporter's lifetime. The first scrape counts everything the
+bounded log still holds; counters start again when the exporter restarts.
+"""
+
+import json
+import os
+import threading
+from typing import Iterator, Optional
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from prometheus_client import core as prom
+from prometheus_client import registry
+
+from os_brick_cas import events
+from os_brick_cas import opts
+
+LOG = logging.getLogger(__name__)
+PREFIX = 'os_brick_cas_'
+RESULTS = (events.OK, events.FAILED, events.TIMEOUT)
+RBD_OPERATIONS = ('map', 'unmap')
+#: upper bounds (seconds); flushes of a large dirty cache take minutes
+FLUSH_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600)
+RBD_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class _Histogram:
+    """Cumulative bucket counts and the sum of one label set."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, seconds: float) -> None:
+        index = next((i for i, bound in enumerate(self.bounds)
+                      if seconds <= bound), len(self.bounds))
+        self.counts[index] += 1
+        self.total += seconds
+
+    def buckets(self) -> list[tuple[str, int]]:
+        cumulative, out = 0, []
+        for bound, count in zip(self.bounds + (float('inf'),), self.counts):
+            cumulative += count
+            out.append(('+Inf' if bound == float('inf') else str(bound),
+                        cumulative))
+        return out
+
+
+class EventCollector(registry.Collector):
+    """Flush and rbd call histograms of the processes on this host."""
+
+    def __init__(self, conf: Optional[cfg.ConfigOpts] = None) -> None:
+        self.conf = conf or cfg.CONF
+        self.offsets: dict[tuple[int, int], int] = {}
+        self.flush = {result: _Histogram(FLUSH_BUCKETS)
+                      for result in RESULTS}
+        self.rbd = {(operation, result): _Histogram(RBD_BUCKETS)
+                    for operation in RBD_OPERATIONS for result in RESULTS}
+        self.bad_lines = 0
+        self._lock = threading.Lock()
+
+    def _add(self, line: bytes) -> None:
+        try:
+            event = json.loads(line)
+            kind, result = event['kind'], event['result']
+            seconds = float(event['seconds'])
+        except (ValueError, KeyError, TypeError):
+            self.bad_lines += 1
+            return
+        if kind == 'flush' and result in self.flush:
+            self.flush[result].observe(seconds)
+        elif kind.startswith('rbd_'):
+            histogram = self.rbd.get((kind[len('rbd_'):], result))
+            if histogram is not None:
+                histogram.observe(seconds)
+
+    def _read(self, path: str, seen: set[tuple[int, int]]) -> None:
+        with open(path, 'rb') as log:
+            info = os.fstat(log.fileno())
+            key = (info.st_dev, info.st_ino)
+            seen.add(key)
+            offset = self.offsets.get(key, 0)
+            if info.st_size < offset:
+                offset = 0          # a new file reusing the inode
+            log.seek(offset)
+            data = log.read()
+        complete = data.rfind(b'\n') + 1   # a line still being written waits
+        for line in data[:complete].splitlines():
+            if line.strip():
+                self._add(line)
+        self.offsets[key] = offset + complete
+
+    def read_new(self) -> None:
+        """Add the events appended since the last call."""
+        directory = os.path.join(self.conf[opts.GROUP].state_path,
+                                 'events')
+        try:
+            names = sorted(os.listdir(directory), reverse=True)  # .1 first
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            LOG.warning('metrics: cannot read the event files in %s: %s',
+                        directory, exc)
+            return
+        seen: set[tuple[int, int]] = set()
+        for name in names:
+            if events.SUFFIX not in name:
+                continue
+            try:
+                self._read(os.path.join(directory, name), seen)
+            except FileNotFoundError:
+                continue            # pruned meanwhile
+            except OSError as exc:
+                LOG.warning('metrics: cannot read %s: %s', name, exc)
+        self.offsets = {key: offset for key, offset in self.offsets.items()
+                        if key in seen}
+
+    def collect(self) -> Iterator[prom.Metric]:
+        with self._lock:
+            self.read_new()
+            flush = prom.HistogramMetricFamily(
+                PREFIX + 'flush_seconds',
+                'Flushes of a volume\'s dirty data by nova-compute or the '
+                'CLI (detach, flush in place), by result: ok, failed, '
+                'timeout (flush_timeout ran out).', labels=['result'])
+            for result, histogram in self.flush.items():
+                flush.add_metric([result], histogram.buckets(),
+                                 histogram.total)
+            rbd = prom.HistogramMetricFamily(
+                PREFIX + 'rbd_call_seconds',
+                'rbd map/unmap calls of nova-compute or the CLI, by '
+                'operation and result: ok, failed, timeout (rbd_timeout '
+                'ran out).', labels=['operation', 'result'])
+            for (operation, result), histogram in self.rbd.items():
+                rbd.add_metric([operation, result], histogram.buckets(),
+                               histogram.total)
+            bad = prom.CounterMetricFamily(
+                PREFIX + 'event_lines_invalid',
+                'Lines of the event files that could not be read.')
+            bad.add_metric([], self.bad_lines)
+        yield flush
+        yield rbd
+        yield bad
