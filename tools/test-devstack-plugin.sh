@@ -454,6 +454,8 @@ export OPEN_CAS_CONF='$s/etc/opencas/opencas.conf'
 export OPEN_CAS_BY_ID_DIR='$s/dev/disk/by-id'
 export OS_BRICK_CAS_UDEV_RULES_DIR='$s/etc/udev/rules.d'
 export _OS_BRICK_CAS_SYS_DIR='$s/stub/sys'
+export OS_BRICK_CAS_STATE_PATH='$s/var/lib/os-brick-cas'
+export STACK_USER=$(id -un)
 export ENABLED_SERVICES=n-cpu,c-api,c-vol,c-sch,tempest
 export VIRT_DRIVER=libvirt REGION_NAME=RegionOne TEMPEST_PLUGINS=0
 export DEVSTACK_PLUGINS=os-brick-cas,devstack-plugin-ceph
@@ -470,6 +472,8 @@ EOF
     TEMPEST_CONFIG=$s/tempest/tempest.conf
     OPEN_CAS_CONF=$s/etc/opencas/opencas.conf
     OPEN_CAS_BY_ID_DIR=$s/dev/disk/by-id
+    OS_BRICK_CAS_STATE_PATH=$s/var/lib/os-brick-cas
+    STACK_USER=$(id -un)
 }
 
 # phase ARGS...: run one plugin.sh phase of the current scenario; its
@@ -661,6 +665,10 @@ test_all_in_one() {
         ini_is "$NOVA_CONF" os_brick_cas flush_timeout 600
     check "aio nova.conf: opencas_conf" \
         ini_is "$NOVA_CONF" os_brick_cas opencas_conf "$OPEN_CAS_CONF"
+    check "aio nova.conf: state_path" \
+        ini_is "$NOVA_CONF" os_brick_cas state_path "$OS_BRICK_CAS_STATE_PATH"
+    check "aio: metric events directory owned by the stack user" \
+        test "$(stat -c %U "$OS_BRICK_CAS_STATE_PATH/events")" = "$STACK_USER"
     check "aio nova.conf: resume_guests_state_on_host_boot" \
         ini_is "$NOVA_CONF" DEFAULT resume_guests_state_on_host_boot True
     check "aio nova.conf: parses" ini_parses "$NOVA_CONF"
