@@ -481,9 +481,8 @@ class CachedRBDConnector(rbd.RBDConnector):
                                  % volume.label, volume.spec)
             if drain:
                 [cache] = [c for c in caches if c.cache_id == core.cache_id]
-                with events.timed('flush'):
-                    drain_mod.DrainManager(self.volume_cache.casadm).drain(
-                        cache, core, timeout)
+                drain_mod.DrainManager(self.volume_cache.casadm).drain(
+                    cache, core, timeout)
             else:
                 with locks.cache_lock(core.cache_id), events.timed('flush'):
                     self.volume_cache.casadm.flush(core.cache_id,

@@ -31,6 +31,7 @@ from typing import Optional
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import locks
 
@@ -102,7 +103,7 @@ class DrainManager(object):
         writes go straight to it. A failed flush leaves the core drained
         (no new dirty data) with its remaining dirty data in the cache.
         """
-        with locks.cache_lock(cache.cache_id):
+        with locks.cache_lock(cache.cache_id), events.timed('drain'):
             if self._apply(cache, core.core_id, True):
                 LOG.info('Core %(core)s of instance %(cache)s drained: its '
                          'writes now go straight to Ceph',

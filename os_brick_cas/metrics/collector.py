@@ -33,6 +33,7 @@ from prometheus_client import core as prom
 from prometheus_client import registry
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas.metrics import opts
 from os_brick_cas.metrics import qemu
@@ -116,6 +117,11 @@ class _Families:
             'from the host\'s ownership record (empty: no record, e.g. a '
             'core added before records were kept).',
             labels=CORE_LABELS + ['attachment'])
+        self.drained = prom.GaugeMetricFamily(
+            PREFIX + 'core_drained',
+            '1 when the core is drained (pinned to a no-allocation IO '
+            'class: its writes go straight to Ceph, it cannot get dirty).',
+            labels=CORE_LABELS)
         self.dirty_for = prom.GaugeMetricFamily(
             PREFIX + 'core_dirty_for_seconds',
             'Seconds since the core was last clean (0 when clean).',
@@ -159,7 +165,8 @@ class _Families:
 
     def all(self) -> Iterator[prom.Metric]:
         yield from (self.up, self.cache_info, self.cache_running,
-                    self.core_active, self.attachment, self.dirty_for)
+                    self.core_active, self.attachment, self.drained,
+                    self.dirty_for)
         yield from self.usage.values()
         yield from self.requests.values()
         yield from self.io_errors.values()
@@ -219,6 +226,11 @@ class CasCollector(registry.Collector):
         stats = self._call('stats', self.casadm.stats, cache.cache_id)
         if stats is not None:
             families.add_stats('cache', cache_labels, stats)
+        drained: set[int] = set()
+        if cache.current_mode in ('wb', 'wo') and cache.cores:
+            table = self._call('io_classes', self.casadm.list_io_classes,
+                               cache.cache_id)
+            drained = drain.drained_cores(table or [])
         for core in cache.cores:
             image, volume_id = report.rbd_image_of(core.device)
             labels = cache_labels + [
@@ -227,6 +239,8 @@ class CasCollector(registry.Collector):
             families.core_active.add_metric(labels, 1 if core.active else 0)
             families.attachment.add_metric(
                 labels + [_attachment(core.device)], 1)
+            families.drained.add_metric(
+                labels, 1 if core.core_id in drained else 0)
             stats = self._call('stats', self.casadm.stats, cache.cache_id,
                                core.core_id)
             if stats is None:

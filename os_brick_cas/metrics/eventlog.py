@@ -73,6 +73,8 @@ class EventCollector(registry.Collector):
         self.offsets: dict[tuple[int, int], int] = {}
         self.flush = {result: _Histogram(FLUSH_BUCKETS)
                       for result in RESULTS}
+        self.drain = {result: _Histogram(FLUSH_BUCKETS)
+                      for result in RESULTS}
         self.rbd = {(operation, result): _Histogram(RBD_BUCKETS)
                     for operation in RBD_OPERATIONS for result in RESULTS}
         self.bad_lines = 0
@@ -88,6 +90,8 @@ class EventCollector(registry.Collector):
             return
         if kind == 'flush' and result in self.flush:
             self.flush[result].observe(seconds)
+        elif kind == 'drain' and result in self.drain:
+            self.drain[result].observe(seconds)
         elif kind.startswith('rbd_'):
             histogram = self.rbd.get((kind[len('rbd_'):], result))
             if histogram is not None:
@@ -145,6 +149,14 @@ class EventCollector(registry.Collector):
             for result, histogram in self.flush.items():
                 flush.add_metric([result], histogram.buckets(),
                                  histogram.total)
+            drained = prom.HistogramMetricFamily(
+                PREFIX + 'drain_seconds',
+                'Drains of a write-back core (pin to a no-allocation IO '
+                'class, then flush), by result: ok, failed, timeout.',
+                labels=['result'])
+            for result, histogram in self.drain.items():
+                drained.add_metric([result], histogram.buckets(),
+                                   histogram.total)
             rbd = prom.HistogramMetricFamily(
                 PREFIX + 'rbd_call_seconds',
                 'rbd map/unmap calls of nova-compute or the CLI, by '
@@ -158,5 +170,6 @@ class EventCollector(registry.Collector):
                 'Lines of the event files that could not be read.')
             bad.add_metric([], self.bad_lines)
         yield flush
+        yield drained
         yield rbd
         yield bad

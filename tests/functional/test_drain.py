@@ -21,6 +21,7 @@ import subprocess
 from os_brick_cas import casadm
 from os_brick_cas import drain
 from os_brick_cas import exception
+from os_brick_cas.metrics import eventlog
 from os_brick_cas import report
 from tests.functional import base
 
@@ -53,8 +54,15 @@ class DrainTestCase(base.FunctionalTestCase):
 
     def test_drain_flushes_and_pins_the_core_then_undrain_unpins(self):
         props, info, core = self.attach_dirty('volume-drain')
+        events = eventlog.EventCollector()
         self.manager.drain(self.cache_of(core), core, 10)
         self.assertEqual(0, self.dirty(core))
+        # the exporter sees the drain's duration
+        [family] = [f for f in events.collect()
+                    if f.name == 'os_brick_cas_drain_seconds']
+        self.assertEqual(1, [s.value for s in family.samples
+                             if s.name.endswith('_count') and
+                             s.labels['result'] == 'ok'][0])
         self.assertIn('%d,core_id:eq:%d&done,0,0.00' % (1, core.core_id),
                       self.io_class_csv(core.cache_id))
         self.assertTrue(self.manager.is_drained(core.cache_id,

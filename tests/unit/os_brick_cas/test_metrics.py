@@ -77,6 +77,11 @@ class HostTestCase(base.TestCase):
             'stats_P_core_csv_HEAD.txt', **{'Dirty for [s]': '120'}), ''))
         self.fake.reply('--stats .*--core-id 2', (0, stats_csv(
             'stats_P_core_csv_HEAD.txt', Status='Inactive'), ''))
+        # core 1 drained: pinned to a no-allocation IO class
+        self.fake.reply('--io-class --list', (
+            0, 'IO class id,IO class name,Eviction priority,Allocation\n'
+               '0,unclassified,255,1.00\n1,core_id:eq:1&done,0,0.00\n',
+            ''))
         self.registry = exporter.build_registry()
 
     def scrape(self) -> dict:
@@ -98,6 +103,10 @@ class CollectorTestCase(HostTestCase):
                                'write_hits_total', 'write_misses_total',
                                'dirty_bytes', 'occupancy_bytes',
                                'dirty_for_seconds', 'active')))
+        # drained state from the instance's IO-class table
+        self.assertEqual((1, 0), (
+            value(scrape, 'os_brick_cas_core_drained', core_id='1'),
+            value(scrape, 'os_brick_cas_core_drained', core_id='2')))
         self.assertEqual((0, ''), (
             value(scrape, 'os_brick_cas_core_active', core_id='2'),
             dict(next(labels for name, labels in scrape
