@@ -185,6 +185,7 @@ def recover(args: argparse.Namespace) -> int:
 def owners(args: argparse.Namespace) -> int:
     """Each core here: its volume, dirty blocks, attachment, Cinder owner."""
     from os_brick_cas import casadm as casadm_mod
+    from os_brick_cas import ownership
     from os_brick_cas import report
     client = fence.FenceClient(cinder())
     rows = []
@@ -194,17 +195,10 @@ def owners(args: argparse.Namespace) -> int:
                 continue
             owner = client.owner(core.volume_id)
             lost = {o.epoch for o in client.lost(core.volume_id)}
-            if owner and owner.host == args.host and (
-                    owner.epoch in (None, core.attachment)):
-                verdict = 'owner: this host'
-            elif core.attachment in lost:
-                verdict = 'stale, owner declared lost: discard'
-            elif not core.dirty_blocks:
-                verdict = 'clean'
-            elif owner is None:
-                verdict = 'NO OWNER recorded: investigate before anything'
-            else:
-                verdict = 'stale: newer data is with %s' % owner.host
+            verdict = ownership.verdict(
+                core.attachment, core.dirty_blocks,
+                owner.host if owner else None,
+                owner.epoch if owner else None, lost, args.host)
             rows.append((core.volume_id, core.cache_id, core.core_id,
                          core.status, core.dirty_blocks, core.attachment,
                          '%s/%s' % (owner.host, owner.epoch) if owner
@@ -218,7 +212,17 @@ def owners(args: argparse.Namespace) -> int:
     return 0
 
 
+def owner_source() -> Optional[fence.FenceClient]:
+    """For doctor: a fence client, or None without Cinder credentials."""
+    if session_factory is None and not (os.environ.get('OS_CLOUD') or
+                                        os.environ.get('OS_AUTH_URL')):
+        return None
+    return fence.FenceClient(cinder())
+
+
 def register_subcommands(subparsers: Any) -> None:
+    from os_brick_cas.cmd import doctor
+    doctor.OWNER_SOURCE = owner_source
     """Add type-create, type-show, fence-show, fence-clear."""
     create = subparsers.add_parser(
         'type-create', help='create a cache-mode volume type')

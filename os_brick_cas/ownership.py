@@ -89,3 +89,18 @@ def not_owner(action: str, volume: str, cache_id: int, core_id: int,
         dirty=dirty, epoch=record.epoch if record else 'unknown (no record)',
         owner='attachment %s of this host' % owner_epoch if owner_epoch
         else 'another host or no host')
+
+
+def verdict(attachment: Optional[str], dirty_blocks: Optional[int],
+            owner_host: Optional[str], owner_epoch: Optional[str],
+            lost_epochs: set, this_host: str) -> str:
+    """What a core's data is, given who Cinder names as owner now."""
+    if owner_host == this_host and owner_epoch in (None, attachment):
+        return 'owner: this host'
+    if attachment is not None and attachment in lost_epochs:
+        return 'stale, owner declared lost: discard'
+    if not dirty_blocks:
+        return 'clean'
+    if owner_host is None:
+        return 'NO OWNER recorded: investigate before anything'
+    return 'stale: newer data is with %s' % owner_host

@@ -23,7 +23,8 @@ import json
 import os
 import platform
 import shutil
-from typing import Any, Iterator, Optional
+import socket
+from typing import Any, Callable, Iterator, Optional
 
 from oslo_config import cfg
 
@@ -32,6 +33,7 @@ from os_brick_cas.cmd import releases
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
+from os_brick_cas import ownership
 from os_brick_cas import policy as policy_mod
 from os_brick_cas import report
 
@@ -39,6 +41,10 @@ CONF = cfg.CONF
 OK, WARN, FAIL = 'OK', 'WARN', 'FAIL'
 #: exit code per worst finding (oslo.upgradecheck's Code values)
 EXIT_CODES = {OK: 0, WARN: 1, FAIL: 2}
+
+#: set by cinder_ext.admin when installed: returns a FenceClient, or None
+#: when no Cinder credentials are configured (owners are then not checked)
+OWNER_SOURCE: Optional[Callable[[], Any]] = None
 
 
 @dataclasses.dataclass
@@ -56,6 +62,10 @@ def add_parser(subparsers: Any) -> None:
                        'and configuration; exit 0 OK, 1 warnings, 2 failures')
     parser.add_argument('--format', choices=('table', 'json'),
                         default='table', help='output format')
+    parser.add_argument('--host', default=socket.gethostname(),
+                        help="this compute host's name as nova knows it, "
+                             'to tell whose cached data is the newest '
+                             '(default: %(default)s)')
     parser.set_defaults(func=run)
 
 
@@ -219,13 +229,59 @@ def _check_cores(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
                                     'it.' % (volume_id, cache.cache_id))
 
 
+def check_owners(casadm: casadm_mod.Casadm, host: str
+                 ) -> Iterator[Finding]:
+    """Who owns each cached volume's newest data now (asks Cinder)."""
+    try:
+        client = OWNER_SOURCE() if OWNER_SOURCE else None
+    except (SystemExit, Exception) as exc:
+        yield Finding(WARN, 'cannot ask Cinder who owns the cached volumes '
+                            '(%s); "os-brick-cas owners" needs the same '
+                            'credentials.' % exc)
+        return
+    if client is None:
+        yield Finding(OK, 'owners not checked: no Cinder credentials '
+                          '(set OS_CLOUD or OS_AUTH_URL to compare each '
+                          "volume's cached data with Cinder's owner)")
+        return
+    for cache in report.host_report(casadm):
+        for core in cache.cores:
+            if not core.volume_id or not (core.dirty_blocks or
+                                          core.status == 'Inactive'):
+                continue
+            owner = client.owner(core.volume_id)
+            lost = {o.epoch for o in client.lost(core.volume_id)}
+            verdict = ownership.verdict(
+                core.attachment, core.dirty_blocks,
+                owner.host if owner else None,
+                owner.epoch if owner else None, lost, host)
+            level = (OK if verdict in ('owner: this host', 'clean') else
+                     FAIL if verdict.startswith('NO OWNER') else WARN)
+            yield Finding(level, 'volume %s: core %d of instance %d, %s '
+                                 'dirty blocks of attachment %s; Cinder '
+                                 'names %s as owner: %s (see "os-brick-cas '
+                                 'owners" and the ownership runbooks)' % (
+                                     core.volume_id, core.core_id,
+                                     core.cache_id, core.dirty_blocks,
+                                     core.attachment or 'unknown',
+                                     '%s/%s' % (owner.host, owner.epoch)
+                                     if owner else 'nobody', verdict))
+
+
 def exit_code(findings: list[Finding]) -> int:
     """0 all OK, 1 warnings only, 2 any failure (oslo.upgradecheck)."""
     return max((EXIT_CODES[f.level] for f in findings), default=0)
 
 
 def run(args: argparse.Namespace) -> int:
-    findings = list(check_host(casadm_mod.Casadm()))
+    casadm = casadm_mod.Casadm()
+    findings = list(check_host(casadm))
+    if not any(f.message.startswith(('casadm not found', 'the Open CAS '
+                                     'kernel module is not loaded',
+                                     'casadm does not answer'))
+               for f in findings):
+        findings += list(check_owners(
+            casadm, getattr(args, 'host', None) or socket.gethostname()))
     code = exit_code(findings)
     if getattr(args, 'format', 'table') == 'json':
         print(json.dumps({

@@ -15,17 +15,21 @@
 import argparse
 import dataclasses
 import json
+import socket
 import sys
 from typing import Any, Optional
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
+from os_brick_cas import ownership
 from os_brick_cas import policy as policy_mod
 from os_brick_cas import report
 
 CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -33,6 +37,10 @@ def add_parser(subparsers: Any) -> None:
         'status', help='cache instances, cached volumes, dirty data, hits')
     parser.add_argument('--format', choices=['table', 'json'],
                         default='table')
+    parser.add_argument('--host', default=socket.gethostname(),
+                        help="this compute host's name as nova knows it, "
+                             "to compare with Cinder's owner records "
+                             '(default: %(default)s)')
     parser.set_defaults(func=run)
 
 
@@ -50,8 +58,14 @@ def _num(value: Optional[float]) -> str:
     return '-' if value is None else str(value)
 
 
-def render_table(reports: list[report.CacheReport]) -> str:
-    """Human-readable status, one block per cache instance."""
+def render_table(reports: list[report.CacheReport],
+                 owners: Optional[dict[str, str]] = None) -> str:
+    """Human-readable status, one block per cache instance.
+
+    *owners* maps volume id to what Cinder's owner record says of the
+    data cached here (see :func:`owner_lines`), when Cinder was asked.
+    """
+    owners = owners or {}
     if not reports:
         return 'No Open CAS cache instances are running on this host.\n'
     lines = []
@@ -80,6 +94,8 @@ def render_table(reports: list[report.CacheReport]) -> str:
                 core.rbd_device or core.core_device))
             if core.attachment:
                 lines.append('        attachment %s' % core.attachment)
+            if core.volume_id in owners:
+                lines.append('        owner: %s' % owners[core.volume_id])
             if core.drained:
                 lines.append('        drained: writes go straight to Ceph '
                              '(os-brick-cas undrain)')
@@ -88,16 +104,47 @@ def render_table(reports: list[report.CacheReport]) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def owner_lines(reports: list[report.CacheReport], host: str
+                ) -> dict[str, str]:
+    """Volume id -> Cinder's owner and the verdict, if Cinder can be asked."""
+    from os_brick_cas.cmd import doctor
+    try:
+        client = doctor.OWNER_SOURCE() if doctor.OWNER_SOURCE else None
+    except (SystemExit, Exception) as exc:
+        LOG.warning('Cinder not asked for owners: %s', exc)
+        return {}
+    if client is None:
+        return {}
+    found = {}
+    for cache in reports:
+        for core in cache.cores:
+            if not core.volume_id:
+                continue
+            owner = client.owner(core.volume_id)
+            lost = {o.epoch for o in client.lost(core.volume_id)}
+            found[core.volume_id] = '%s (Cinder: %s)' % (
+                ownership.verdict(core.attachment, core.dirty_blocks,
+                                  owner.host if owner else None,
+                                  owner.epoch if owner else None, lost,
+                                  host),
+                '%s/%s' % (owner.host, owner.epoch) if owner else 'no owner')
+    return found
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         reports = report.host_report(casadm_mod.Casadm(),
                                      configured_instances())
+        owners = owner_lines(reports, args.host)
     except exception.CasError as exc:
         print('os-brick-cas status: %s' % exc, file=sys.stderr)
         return 1
     if args.format == 'json':
-        print(json.dumps([dataclasses.asdict(r) for r in reports],
-                         indent=2, sort_keys=True))
+        out = [dataclasses.asdict(r) for r in reports]
+        for cache in out:
+            for core in cache['cores']:
+                core['owner'] = owners.get(core['volume_id'])
+        print(json.dumps(out, indent=2, sort_keys=True))
     else:
-        sys.stdout.write(render_table(reports))
+        sys.stdout.write(render_table(reports, owners))
     return 0

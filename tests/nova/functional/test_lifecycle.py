@@ -442,6 +442,14 @@ class EvacuateTestCase(TwoComputesTestBase):
         self.assertIn(first_epoch, row)
         self.assertIn('compute2/%s' % second_epoch, row)
         self.assertIn('stale, owner declared lost: discard', row)
+        # doctor and status say the same
+        with self.on_host('compute1'):
+            code, text = self.cli('doctor', '--host', 'compute1')
+            self.assertIn('Cinder names compute2/%s as owner: stale, owner '
+                          'declared lost: discard' % second_epoch, text)
+            code, text = self.cli('status', '--host', 'compute1')
+            self.assertIn('owner: stale, owner declared lost: discard '
+                          '(Cinder: compute2/%s)' % second_epoch, text)
         # ... and drops the stale blocks: only with the owner Cinder
         # recorded as lost, and only when confirmed
         with self.on_host('compute1'):
