@@ -185,7 +185,6 @@ def recover(args: argparse.Namespace) -> int:
 def owners(args: argparse.Namespace) -> int:
     """Each core here: its volume, dirty blocks, attachment, Cinder owner."""
     from os_brick_cas import casadm as casadm_mod
-    from os_brick_cas import ownership
     from os_brick_cas import report
     client = fence.FenceClient(cinder())
     rows = []
@@ -193,16 +192,12 @@ def owners(args: argparse.Namespace) -> int:
         for core in cache.cores:
             if not core.volume_id:
                 continue
-            owner = client.owner(core.volume_id)
-            lost = {o.epoch for o in client.lost(core.volume_id)}
-            verdict = ownership.verdict(
-                core.attachment, core.dirty_blocks,
-                owner.host if owner else None,
-                owner.epoch if owner else None, lost, args.host)
+            judged = fence.judge(client, core.volume_id, core.attachment,
+                                 core.dirty_blocks, args.host)
             rows.append((core.volume_id, core.cache_id, core.core_id,
                          core.status, core.dirty_blocks, core.attachment,
-                         '%s/%s' % (owner.host, owner.epoch) if owner
-                         else '-', verdict))
+                         judged.owner_label if judged.owner else '-',
+                         judged.verdict))
     print('%-36s %5s %4s %-8s %6s %-36s %-30s %s' % (
         'VOLUME', 'CACHE', 'CORE', 'STATE', 'DIRTY', 'ATTACHMENT HERE',
         'CINDER OWNER', 'VERDICT'))

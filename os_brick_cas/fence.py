@@ -24,6 +24,8 @@ from typing import Any, Optional
 
 from oslo_log import log as logging
 
+from os_brick_cas import ownership
+
 LOG = logging.getLogger(__name__)
 
 SET_ACTION = 'os-brick-cas-set-fence'
@@ -59,21 +61,26 @@ class FenceClient(object):
 
     def owner(self, volume_id: str) -> Optional[Owner]:
         """The (host, attachment epoch) the marker names, or None."""
-        volume = self.cinder.volumes.get(volume_id)
-        host = getattr(volume, ATTRIBUTE, None)
-        if not host:
-            return None
-        return Owner(host, getattr(volume, EPOCH_ATTRIBUTE, None) or None)
+        return self.record(volume_id)[0]
 
     def lost(self, volume_id: str) -> list[Owner]:
         """Owners whose cached data of the volume was declared lost."""
+        return self.record(volume_id)[1]
+
+    def record(self, volume_id: str
+               ) -> tuple[Optional[Owner], list[Owner]]:
+        """The owner and the owners declared lost, from one volume show."""
         volume = self.cinder.volumes.get(volume_id)
-        entries = (getattr(volume, LOST_ATTRIBUTE, None) or '').split(',')
-        owners = []
-        for entry in filter(None, entries):
-            host, _sep, epoch = entry.partition('/')
-            owners.append(Owner(host, epoch or None))
-        return owners
+        host = getattr(volume, ATTRIBUTE, None)
+        owner = (Owner(host, getattr(volume, EPOCH_ATTRIBUTE, None) or None)
+                 if host else None)
+        lost = []
+        for entry in (getattr(volume, LOST_ATTRIBUTE, None) or '').split(
+                ','):
+            if entry:
+                lost_host, _sep, epoch = entry.partition('/')
+                lost.append(Owner(lost_host, epoch or None))
+        return owner, lost
 
     def set(self, volume_id: str, host: str,
             epoch: Optional[str] = None) -> None:
@@ -96,3 +103,25 @@ class FenceClient(object):
                                     {'lost': True} if lost else {})
         LOG.info('Fence marker of volume %s cleared%s', volume_id,
                  ' (owner declared lost)' if lost else '')
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """What the data a host caches of a volume is, per Cinder's record."""
+
+    owner: Optional[Owner]
+    verdict: str
+
+    @property
+    def owner_label(self) -> str:
+        return ('%s/%s' % (self.owner.host, self.owner.epoch)
+                if self.owner else 'no owner')
+
+
+def judge(client: FenceClient, volume_id: str, attachment: Optional[str],
+          dirty_blocks: Optional[int], host: str) -> Judgement:
+    """Compare the attachment cached on *host* with Cinder's owner."""
+    owner, lost = client.record(volume_id)
+    return Judgement(owner, ownership.verdict(
+        attachment, dirty_blocks, owner.host if owner else None,
+        owner.epoch if owner else None, {o.epoch for o in lost}, host))

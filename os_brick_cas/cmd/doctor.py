@@ -31,9 +31,9 @@ from oslo_config import cfg
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import releases
 from os_brick_cas import exception
+from os_brick_cas import fence
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
-from os_brick_cas import ownership
 from os_brick_cas import policy as policy_mod
 from os_brick_cas import report
 
@@ -229,15 +229,22 @@ def _check_cores(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
                                     'it.' % (volume_id, cache.cache_id))
 
 
+def owner_client() -> tuple[Any, Optional[str]]:
+    """(FenceClient or None, why Cinder cannot be asked, or None)."""
+    try:
+        return (OWNER_SOURCE() if OWNER_SOURCE else None), None
+    except (SystemExit, Exception) as exc:
+        return None, str(exc)
+
+
 def check_owners(casadm: casadm_mod.Casadm, host: str
                  ) -> Iterator[Finding]:
     """Who owns each cached volume's newest data now (asks Cinder)."""
-    try:
-        client = OWNER_SOURCE() if OWNER_SOURCE else None
-    except (SystemExit, Exception) as exc:
+    client, problem = owner_client()
+    if problem:
         yield Finding(WARN, 'cannot ask Cinder who owns the cached volumes '
                             '(%s); "os-brick-cas owners" needs the same '
-                            'credentials.' % exc)
+                            'credentials.' % problem)
         return
     if client is None:
         yield Finding(OK, 'owners not checked: no Cinder credentials '
@@ -249,14 +256,11 @@ def check_owners(casadm: casadm_mod.Casadm, host: str
             if not core.volume_id or not (core.dirty_blocks or
                                           core.status == 'Inactive'):
                 continue
-            owner = client.owner(core.volume_id)
-            lost = {o.epoch for o in client.lost(core.volume_id)}
-            verdict = ownership.verdict(
-                core.attachment, core.dirty_blocks,
-                owner.host if owner else None,
-                owner.epoch if owner else None, lost, host)
-            level = (OK if verdict in ('owner: this host', 'clean') else
-                     FAIL if verdict.startswith('NO OWNER') else WARN)
+            judged = fence.judge(client, core.volume_id, core.attachment,
+                                 core.dirty_blocks, host)
+            level = (OK if judged.verdict in ('owner: this host', 'clean')
+                     else FAIL if judged.verdict.startswith('NO OWNER')
+                     else WARN)
             yield Finding(level, 'volume %s: core %d of instance %d, %s '
                                  'dirty blocks of attachment %s; Cinder '
                                  'names %s as owner: %s (see "os-brick-cas '
@@ -264,8 +268,9 @@ def check_owners(casadm: casadm_mod.Casadm, host: str
                                      core.volume_id, core.core_id,
                                      core.cache_id, core.dirty_blocks,
                                      core.attachment or 'unknown',
-                                     '%s/%s' % (owner.host, owner.epoch)
-                                     if owner else 'nobody', verdict))
+                                     judged.owner_label
+                                     if judged.owner else 'nobody',
+                                     judged.verdict))
 
 
 def exit_code(findings: list[Finding]) -> int:

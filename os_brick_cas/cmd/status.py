@@ -24,7 +24,7 @@ from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
-from os_brick_cas import ownership
+from os_brick_cas import fence
 from os_brick_cas import policy as policy_mod
 from os_brick_cas import report
 
@@ -108,26 +108,20 @@ def owner_lines(reports: list[report.CacheReport], host: str
                 ) -> dict[str, str]:
     """Volume id -> Cinder's owner and the verdict, if Cinder can be asked."""
     from os_brick_cas.cmd import doctor
-    try:
-        client = doctor.OWNER_SOURCE() if doctor.OWNER_SOURCE else None
-    except (SystemExit, Exception) as exc:
-        LOG.warning('Cinder not asked for owners: %s', exc)
-        return {}
+    client, problem = doctor.owner_client()
+    if problem:
+        LOG.warning('Cinder not asked for owners: %s', problem)
     if client is None:
         return {}
     found = {}
     for cache in reports:
         for core in cache.cores:
-            if not core.volume_id:
-                continue
-            owner = client.owner(core.volume_id)
-            lost = {o.epoch for o in client.lost(core.volume_id)}
-            found[core.volume_id] = '%s (Cinder: %s)' % (
-                ownership.verdict(core.attachment, core.dirty_blocks,
-                                  owner.host if owner else None,
-                                  owner.epoch if owner else None, lost,
-                                  host),
-                '%s/%s' % (owner.host, owner.epoch) if owner else 'no owner')
+            if core.volume_id:
+                judged = fence.judge(client, core.volume_id,
+                                     core.attachment, core.dirty_blocks,
+                                     host)
+                found[core.volume_id] = '%s (Cinder: %s)' % (
+                    judged.verdict, judged.owner_label)
     return found
 
 
