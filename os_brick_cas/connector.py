@@ -362,38 +362,32 @@ class CachedRBDConnector(rbd.RBDConnector):
         its (stale) dirty data into the image. So this is checked before
         ``rbd map``; the same rule as the claim in VolumeCache.attach.
         """
-        if volume.epoch is None or volume.owner_epoch is ownership.UNKNOWN:
+        if volume.epoch is None:
             return
         for core in (core for cache in caches for core in cache.cores
                      if _names_image(core.device, volume.spec)):
-            record = ownership.read(core.device)
-            if record is not None and record.epoch in (
-                    volume.epoch, volume.owner_epoch):
-                continue
-            dirty = self.volume_cache.casadm.dirty_blocks(core)
-            if dirty:
-                error = ownership.not_owner(
-                    'attach', volume.label, core.cache_id, core.core_id,
-                    dirty, record, volume.owner_epoch)
-                LOG.error('%s', error)
-                raise error
+            self._refuse_unless_owner(volume, core, 'attach',
+                                      also=volume.epoch)
 
     def _refuse_unless_owner(self, volume: volume_mod.RBDVolume,
-                             core: casadm_mod.Core) -> None:
-        """Refuse to flush dirty data of an attachment that lost ownership.
+                             core: casadm_mod.Core, action: str = 'detach',
+                             also: Optional[str] = None) -> None:
+        """Refuse to use dirty data of an attachment that is not the owner.
 
         Only when the caller says who owns the volume's data
-        (``cas_owner_epoch``); a clean core is always safe to remove.
+        (``cas_owner_epoch``); a core whose record names the owner (or
+        attachment *also*) passes, and a clean core is always safe.
         """
         if volume.owner_epoch is ownership.UNKNOWN:
             return
         record = ownership.read(core.device)
-        if record is not None and record.epoch == volume.owner_epoch:
+        if record is not None and record.epoch in (volume.owner_epoch,
+                                                   also):
             return
         dirty = self.volume_cache.casadm.dirty_blocks(core)
         if dirty == 0:
             return
-        error = ownership.not_owner('detach', volume.label, core.cache_id,
+        error = ownership.not_owner(action, volume.label, core.cache_id,
                                     core.core_id, dirty, record,
                                     volume.owner_epoch)
         LOG.error('%s', error)
