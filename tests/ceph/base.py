@@ -27,6 +27,7 @@ import atexit
 import contextlib
 import hashlib
 import os
+import subprocess
 from typing import Any, Iterator
 import uuid
 
@@ -43,6 +44,7 @@ from oslo_config import cfg
 import tenacity
 
 from cinder_ext import rbd as ext_rbd
+from os_brick_cas import casadm
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import opts
 import os_brick_cas.privileged
@@ -200,6 +202,15 @@ class CephTestCase(test.TestCase):
         """sha256 of what librbd reads (compare digests, not MiBs)."""
         return hashlib.sha256(self.read_from_ceph(image, offset,
                                                   length)).hexdigest()
+
+    def dirty_blocks(self, device_path: str) -> int:
+        """The stand-in casadm's dirty count of an exported object."""
+        cache_id, core_id = casadm.core_of_exported(device_path)
+        out = subprocess.run(
+            ['casadm', '-P', '-i', str(cache_id), '-j', str(core_id), '-o',
+             'csv'], capture_output=True, text=True, check=True,
+            env=os.environ.copy(), timeout=60).stdout
+        return int(casadm.parse_stats(out)[casadm.DIRTY_BLOCKS])
 
     def image_size(self, image: str) -> int:
         with self.ceph_image(image) as img:

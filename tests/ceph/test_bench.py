@@ -24,10 +24,8 @@ import contextlib
 import io
 import json
 import os
-import subprocess
 
 from os_brick_cas import bench
-from os_brick_cas import casadm
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import report
 from tests.ceph import base
@@ -135,11 +133,3 @@ class BenchOnRealRbdTestCase(base.CephTestCase):
             out['runtime_s'], out['where'],
             bench.render_table(results, labels),
             'read hit ratio per run: ' + per_run if per_run else ''))
-
-    def dirty_blocks(self, device_path: str) -> int:
-        cache_id, core_id = casadm.core_of_exported(device_path)
-        out = subprocess.run(
-            ['casadm', '-P', '-i', str(cache_id), '-j', str(core_id), '-o',
-             'csv'], capture_output=True, text=True, check=True,
-            env=os.environ.copy(), timeout=60).stdout
-        return int(casadm.parse_stats(out)[casadm.DIRTY_BLOCKS])

@@ -19,12 +19,8 @@ leaves librbd without the data, and these tests see it. Every check reads
 the image back through librbd and compares sha256 digests.
 """
 
-import os
-import subprocess
-
 import ddt
 
-from os_brick_cas import casadm
 from os_brick_cas import exception
 from tests.ceph import base
 from tests.ceph import blockio
@@ -37,15 +33,6 @@ WRITE_THROUGH = ('wt', 'wa', 'pt')
 
 @ddt.ddt
 class DataTrueCephTestCase(base.CephTestCase):
-
-    def dirty_blocks(self, device_path: str) -> int:
-        """The stand-in casadm's dirty count of the exported object."""
-        cache_id, core_id = casadm.core_of_exported(device_path)
-        out = subprocess.run(
-            ['casadm', '-P', '-i', str(cache_id), '-j', str(core_id), '-o',
-             'csv'], capture_output=True, text=True, check=True,
-            env=os.environ.copy(), timeout=60).stdout
-        return int(casadm.parse_stats(out)[casadm.DIRTY_BLOCKS])
 
     @ddt.data('wt', 'wb', 'wa', 'wo', 'pt')
     def test_librbd_sees_writes_when_the_mode_says(self, mode):

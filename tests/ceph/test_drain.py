@@ -28,8 +28,6 @@ MIB = 2 ** 20
 
 class DrainCephTestCase(base.CephTestCase):
 
-    dirty_blocks = test_datapath.DataTrueCephTestCase.dirty_blocks
-
     def test_drained_core_writes_straight_to_ceph(self):
         volume = self.create('wb')
         data, device = self.attach(volume)
