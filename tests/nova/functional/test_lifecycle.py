@@ -41,6 +41,29 @@ class LifecycleTestBase(base.CachedVolumeTestBase):
     ADMIN_API = True
     volumes = {WT_VOL: 'wt', WB_VOL: 'wb'}
 
+    def setUp(self):
+        super().setUp()
+        self.useFixture(output.CaptureOutput())
+
+    def cli(self, *argv: str) -> tuple[int, str]:
+        """Run ``os-brick-cas ARGV`` against the fake Cinder; (code, text)."""
+        admin.session_factory = self.cinder.session
+        self.addCleanup(setattr, admin, 'session_factory', None)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(list(argv))
+        return code, out.getvalue() + err.getvalue()
+
+    def server_with_dirty_wb(self, dirty: int) -> tuple[dict, object]:
+        """compute1 up, a server with WB_VOL attached, *dirty* blocks."""
+        self.start_compute('compute1')
+        server = self._create_server(networks='none')
+        self.flags(host='compute1')
+        self._attach_volume(server, WB_VOL)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, dirty)
+        return server, core
+
     def take_down(self, compute: str) -> str:
         """Stop *compute* and force its service down; its service id."""
         self.computes[compute].stop()
@@ -178,12 +201,7 @@ class LiveMigrationTestCase(TwoComputesTestBase):
 class HostRebootTestCase(LifecycleTestBase):
 
     def test_resume_after_host_reboot_reactivates_the_core(self):
-        self.start_compute('compute1')
-        server = self._create_server(networks='none')
-        self.flags(host='compute1')
-        self._attach_volume(server, WB_VOL)
-        [before] = self.cores()
-        self.host.set_dirty(before.cache_id, before.core_id, 48)
+        server, before = self.server_with_dirty_wb(48)
 
         self.host.reboot()
         [inactive] = self.cores()
@@ -220,12 +238,7 @@ class StoppedCacheRebootTestCase(LifecycleTestBase):
     """Issue 13 (a): the write-back cache did not load after a reboot."""
 
     def test_resume_refused_while_the_cache_is_down_then_recovers(self):
-        self.start_compute('compute1')
-        server = self._create_server(networks='none')
-        self.flags(host='compute1')
-        self._attach_volume(server, WB_VOL)
-        [before] = self.cores()
-        self.host.set_dirty(before.cache_id, before.core_id, 48)
+        server, before = self.server_with_dirty_wb(48)
 
         # SSD failed or casctl ran after nova-compute: instance 2 is absent
         self.host.reboot(not_started=[before.cache_id])
@@ -260,25 +273,8 @@ class StoppedCacheRebootTestCase(LifecycleTestBase):
 class OrphanedCoreTestCase(LifecycleTestBase):
     """A server deleted while its host was down leaves a dirty core."""
 
-    def setUp(self):
-        super().setUp()
-        self.useFixture(output.CaptureOutput())
-
-    def cli(self, *argv: str) -> tuple[int, str]:
-        admin.session_factory = self.cinder.session
-        self.addCleanup(setattr, admin, 'session_factory', None)
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(list(argv))
-        return code, out.getvalue() + err.getvalue()
-
     def test_recover_flushes_the_orphan_and_clears_the_marker(self):
-        self.start_compute('compute1')
-        server = self._create_server(networks='none')
-        self.flags(host='compute1')
-        self._attach_volume(server, WB_VOL)
-        [core] = self.cores()
-        self.host.set_dirty(core.cache_id, core.core_id, 48)
+        server, core = self.server_with_dirty_wb(48)
         # compute1 goes down; the server is deleted meanwhile (nova's
         # local delete: no detach ever reaches the host)
         service_id = self.take_down('compute1')
@@ -346,20 +342,8 @@ class CleanCoreReuseTestCase(LifecycleTestBase):
 
 class EvacuateTestCase(TwoComputesTestBase):
 
-    def setUp(self):
-        super().setUp()
-        self.useFixture(output.CaptureOutput())
-
     def fence_clear(self, *args: str) -> tuple[int, str]:
         return self.cli('fence-clear', WB_VOL, *args)
-
-    def cli(self, *argv: str) -> tuple[int, str]:
-        admin.session_factory = self.cinder.session
-        self.addCleanup(setattr, admin, 'session_factory', None)
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(list(argv))
-        return code, out.getvalue() + err.getvalue()
 
     def test_evacuate_refused_while_fenced_then_released(self):
         self._attach_volume(self.server, WB_VOL)
