@@ -20,7 +20,6 @@ admin.
 
 import argparse
 import os
-import socket
 import sys
 from typing import Any, Callable, Optional
 
@@ -29,6 +28,7 @@ from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
 
 from cinder_ext import extra_specs
+from os_brick_cas.cmd import args as args_mod
 from os_brick_cas import fence
 from os_brick_cas import modes
 
@@ -255,9 +255,7 @@ def register_subcommands(subparsers: Any) -> None:
                         'server is gone while this host still owns its '
                         'newest data (fence marker), then clear the marker')
     rec.add_argument('--volume', required=True, metavar='ID')
-    rec.add_argument('--host', default=socket.gethostname(),
-                     help="this compute host's name as nova knows it "
-                          '(default: %(default)s)')
+    args_mod.add_host_argument(rec)
     rec.add_argument('--rbd-user', default='cinder',
                      help='Ceph user for rbd map (default: %(default)s)')
     rec.set_defaults(func=recover)
@@ -265,7 +263,5 @@ def register_subcommands(subparsers: Any) -> None:
         'owners', help='for each cached volume here: dirty blocks, the '
                        "attachment this host caches and who Cinder's fence "
                        'marker names as owner now, with what to do')
-    own.add_argument('--host', default=socket.gethostname(),
-                     help="this compute host's name as nova knows it "
-                          '(default: %(default)s)')
+    args_mod.add_host_argument(own)
     own.set_defaults(func=owners)

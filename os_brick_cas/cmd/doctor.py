@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Optional
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import releases
 from os_brick_cas import exception
 from os_brick_cas import fence
@@ -62,10 +63,7 @@ def add_parser(subparsers: Any) -> None:
                        'and configuration; exit 0 OK, 1 warnings, 2 failures')
     parser.add_argument('--format', choices=('table', 'json'),
                         default='table', help='output format')
-    parser.add_argument('--host', default=socket.gethostname(),
-                        help="this compute host's name as nova knows it, "
-                             'to tell whose cached data is the newest '
-                             '(default: %(default)s)')
+    args_mod.add_host_argument(parser)
     parser.set_defaults(func=run)
 
 

@@ -15,7 +15,6 @@
 import argparse
 import dataclasses
 import json
-import socket
 import sys
 from typing import Any, Optional
 
@@ -23,6 +22,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import args as args_mod
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import policy as policy_mod
@@ -37,10 +37,7 @@ def add_parser(subparsers: Any) -> None:
         'status', help='cache instances, cached volumes, dirty data, hits')
     parser.add_argument('--format', choices=['table', 'json'],
                         default='table')
-    parser.add_argument('--host', default=socket.gethostname(),
-                        help="this compute host's name as nova knows it, "
-                             "to compare with Cinder's owner records "
-                             '(default: %(default)s)')
+    args_mod.add_host_argument(parser)
     parser.set_defaults(func=run)
 
 
