@@ -141,35 +141,34 @@ class EventCollector(registry.Collector):
     def collect(self) -> Iterator[prom.Metric]:
         with self._lock:
             self.read_new()
-            flush = prom.HistogramMetricFamily(
-                PREFIX + 'flush_seconds',
-                'Flushes of a volume\'s dirty data by nova-compute or the '
-                'CLI (detach, flush in place), by result: ok, failed, '
-                'timeout (flush_timeout ran out).', labels=['result'])
-            for result, histogram in self.flush.items():
-                flush.add_metric([result], histogram.buckets(),
-                                 histogram.total)
-            drained = prom.HistogramMetricFamily(
-                PREFIX + 'drain_seconds',
-                'Drains of a write-back core (pin to a no-allocation IO '
-                'class, then flush), by result: ok, failed, timeout.',
-                labels=['result'])
-            for result, histogram in self.drain.items():
-                drained.add_metric([result], histogram.buckets(),
-                                   histogram.total)
-            rbd = prom.HistogramMetricFamily(
-                PREFIX + 'rbd_call_seconds',
-                'rbd map/unmap calls of nova-compute or the CLI, by '
-                'operation and result: ok, failed, timeout (rbd_timeout '
-                'ran out).', labels=['operation', 'result'])
-            for (operation, result), histogram in self.rbd.items():
-                rbd.add_metric([operation, result], histogram.buckets(),
-                               histogram.total)
+            families = [
+                _family('flush_seconds',
+                        'Flushes of a volume\'s dirty data by nova-compute '
+                        'or the CLI (detach, flush in place), by result: ok, '
+                        'failed, timeout (flush_timeout ran out).',
+                        ['result'], {(r,): h for r, h in self.flush.items()}),
+                _family('drain_seconds',
+                        'Drains of a write-back core (pin to a no-allocation '
+                        'IO class, then flush), by result: ok, failed, '
+                        'timeout.',
+                        ['result'], {(r,): h for r, h in self.drain.items()}),
+                _family('rbd_call_seconds',
+                        'rbd map/unmap calls of nova-compute or the CLI, by '
+                        'operation and result: ok, failed, timeout '
+                        '(rbd_timeout ran out).',
+                        ['operation', 'result'], self.rbd)]
             bad = prom.CounterMetricFamily(
                 PREFIX + 'event_lines_invalid',
                 'Lines of the event files that could not be read.')
             bad.add_metric([], self.bad_lines)
-        yield flush
-        yield drained
-        yield rbd
+        yield from families
         yield bad
+
+
+def _family(name: str, text: str, labels: list[str],
+            histograms: dict) -> prom.HistogramMetricFamily:
+    """A histogram family with one series per label-values key."""
+    family = prom.HistogramMetricFamily(PREFIX + name, text, labels=labels)
+    for values, histogram in histograms.items():
+        family.add_metric(list(values), histogram.buckets(), histogram.total)
+    return family
