@@ -29,6 +29,9 @@ FENCE_KEY = 'os_brick_cas_fence'
 FENCE_EPOCH_KEY = 'os_brick_cas_fence_epoch'
 #: owners declared lost ("host/epoch", newest last, comma separated)
 FENCE_LOST_KEY = 'os_brick_cas_fence_lost'
+#: the marker's attachment, when its host drained the volume (no dirty
+#: data, and none can appear) - the marker stays, the handover is allowed
+FENCE_DRAINED_KEY = 'os_brick_cas_fence_drained'
 _LOST_MAX_CHARS = 255
 
 
@@ -54,17 +57,29 @@ def is_attached(volume: Any) -> bool:
             getattr(volume, 'attach_status', None) == 'attached')
 
 
-def refuse_if_dirty_capable(volume: Any, operation: str) -> None:
-    """Refuse *operation* on an attached write-back/write-only volume."""
+def refuse_if_dirty_capable(volume: Any, operation: str,
+                            allow_drained: bool = False) -> None:
+    """Refuse *operation* on an attached write-back/write-only volume.
+
+    With *allow_drained*, a volume whose owning attachment drained it
+    (Ceph has every acknowledged write, and no write can get dirty) is
+    allowed: e.g. nova's snapshot of a volume-backed server, which drains
+    under the guest's quiesce.
+    """
     spec = cache_spec(volume)
-    if spec.holds_dirty_data and is_attached(volume):
-        raise exception.InvalidVolume(reason=(
-            'cannot %(op)s volume %(vol)s while it is attached: its type '
-            'caches it on the compute host in Open CAS mode %(mode)s, so '
-            'the newest writes may not be in Ceph yet. Detach the volume '
-            '(which flushes the cache) and retry, or use a write-through '
-            "('wt') volume type." % {'op': operation, 'vol': volume.id,
-                                     'mode': spec.mode}))
+    if not (spec.holds_dirty_data and is_attached(volume)):
+        return
+    if allow_drained and is_drained(volume):
+        return
+    raise exception.InvalidVolume(reason=(
+        'cannot %(op)s volume %(vol)s while it is attached: its type '
+        'caches it on the compute host in Open CAS mode %(mode)s, so '
+        'the newest writes may not be in Ceph yet. Drain it first '
+        "('os-brick-cas drain --volume %(vol)s' on its compute host; nova "
+        'does this itself for the snapshot of a quiesced volume-backed '
+        'server), detach it (which flushes the cache), or use a '
+        "write-through ('wt') volume type." % {
+            'op': operation, 'vol': volume.id, 'mode': spec.mode}))
 
 
 def refuse_cache_change_while_attached(volume: Any,
@@ -105,6 +120,36 @@ def fence_epoch(volume: Any) -> Optional[str]:
     return metadata.get(FENCE_EPOCH_KEY) or None
 
 
+def fence_drained(volume: Any) -> Optional[str]:
+    """The attachment whose host drained the volume, if recorded."""
+    metadata = getattr(volume, 'admin_metadata', None) or {}
+    return metadata.get(FENCE_DRAINED_KEY) or None
+
+
+def attachment_ids(volume: Any) -> set[str]:
+    """Ids of the volume's Cinder attachments."""
+    ids = set()
+    for attachment in getattr(volume, 'volume_attachment', None) or []:
+        attachment_id = (attachment.get('id')
+                         if isinstance(attachment, Mapping)
+                         else getattr(attachment, 'id', None))
+        if attachment_id:
+            ids.add(attachment_id)
+    return ids
+
+
+def is_drained(volume: Any) -> bool:
+    """Whether the marker's own attachment drained the volume.
+
+    Exactly that epoch: a drained flag left by an earlier attachment, or
+    by an attachment that no longer exists, does not count.
+    """
+    epoch = fence_epoch(volume)
+    return bool(fence_host(volume) and epoch and
+                fence_drained(volume) == epoch and
+                epoch in attachment_ids(volume))
+
+
 def fence_lost(volume: Any) -> list[str]:
     """Owners ("host/epoch") whose cached data was declared lost."""
     metadata = getattr(volume, 'admin_metadata', None) or {}
@@ -128,11 +173,14 @@ def refuse_fenced_connection(volume: Any, connector: Optional[dict]) -> None:
     """Refuse to connect a volume fenced by another host, in any mode.
 
     The fenced host may hold the volume's newest writes whatever the
-    volume's type says now (it may have been retyped since).
+    volume's type says now (it may have been retyped since) - unless it
+    drained the volume: then Ceph has every acknowledged write and the
+    fenced host cannot cache a new one (a live migration's destination
+    attaches now; nova_ext on that host takes the marker over).
     """
     fenced_by = fence_host(volume)
     host = (connector or {}).get('host')
-    if fenced_by and host and fenced_by != host:
+    if fenced_by and host and fenced_by != host and not is_drained(volume):
         raise exception.InvalidVolume(reason=(
             'volume %(vol)s may still hold write-back data in the Open CAS '
             'cache of host %(fenced)s, so it cannot be attached on %(host)s. '

@@ -62,7 +62,8 @@ class CachedRBDDriver(rbd.RBDDriver):
         return data
 
     def create_snapshot(self, snapshot: Any) -> None:
-        guards.refuse_if_dirty_capable(snapshot.volume, 'snapshot')
+        guards.refuse_if_dirty_capable(snapshot.volume, 'snapshot',
+                                       allow_drained=True)
         return super().create_snapshot(snapshot)
 
     def create_cloned_volume(self, volume: Any, src_vref: Any):
@@ -71,7 +72,8 @@ class CachedRBDDriver(rbd.RBDDriver):
 
     def get_backup_device(self, context: Any, backup: Any):
         volume = objects.Volume.get_by_id(context, backup.volume_id)
-        guards.refuse_if_dirty_capable(volume, 'back up')
+        guards.refuse_if_dirty_capable(volume, 'back up',
+                                       allow_drained=True)
         return super().get_backup_device(context, backup)
 
     def retype(self, context: Any, volume: Any, new_type: Any, diff: Any,

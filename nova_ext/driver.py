@@ -20,13 +20,15 @@ os_brick_cas_libvirt.py`` importing this class, so nova.conf says::
     compute_driver = os_brick_cas_libvirt.CachedRBDLibvirtDriver
 
 Overridden: ``_get_volume_driver`` (connect, disconnect, get_config and
-extend all go through it), ``check_can_live_migrate_source`` (refuses
-dirty-capable volumes) and ``update_provider_tree`` (CUSTOM_OPENCAS_<MODE>
+extend all go through it), the live-migration checks and rollback (drain
+write-back volumes before, undrain after a failure), ``swap_volume``
+(drain the old volume) and ``update_provider_tree`` (CUSTOM_OPENCAS_<MODE>
 traits). Start-up fails with a clear message if the installed nova lacks
 any of them.
 """
 
 import inspect
+from typing import Optional
 
 from nova import exception
 from nova import objects
@@ -40,6 +42,7 @@ from nova_ext import opts
 from nova_ext import volume as cached_volume
 from os_brick_cas import cache as cas_cache
 from os_brick_cas import exception as cas_exception
+from os_brick_cas import modes as cas_modes
 from os_brick_cas import volume as cas_volume
 
 LOG = logging.getLogger(__name__)
@@ -57,6 +60,8 @@ OVERRIDDEN = {
     'swap_volume': ['self', 'context', 'old_connection_info',
                     'new_connection_info', 'instance', 'mountpoint',
                     'resize_to'],
+    'rollback_live_migration_at_source': ['self', 'context', 'instance',
+                                          'migrate_data'],
     'check_can_live_migrate_destination': [
         'self', 'context', 'instance', 'src_compute_info',
         'dst_compute_info', 'block_migration', 'disk_over_commit'],
@@ -120,20 +125,113 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
     def check_can_live_migrate_source(self, context, instance,
                                       dest_check_data,
                                       block_device_info=None):
-        if CONF[opts.GROUP].enabled:
-            for bdm in virt_driver.block_device_info_get_mapping(
-                    block_device_info):
-                volume = cached_rbd(bdm.get('connection_info') or {})
-                if volume and volume.mode.holds_dirty_data:
-                    raise exception.MigrationPreCheckError(reason=(
-                        'volume %s is cached on this host in Open CAS mode '
-                        '%s, which can hold writes Ceph does not have yet; '
-                        'it cannot be live-migrated. Cold-migrate the '
-                        'server (the detach flushes the cache), or retype '
-                        'the volume to a write-through type while it is '
-                        'detached.' % (volume.volume_id, volume.mode.value)))
-        return super().check_can_live_migrate_source(
+        """Nova's checks, then drain the server's write-back volumes.
+
+        Drained, Ceph has every write the guest got acknowledged and no
+        write can get dirty until the switchover; the fence marker says
+        so, and the destination takes it over when it attaches. If this
+        host cannot drain (an Open CAS release without the IO-class
+        behaviour drain needs) or the drain fails or times out, the
+        migration is refused here, before it starts, and every volume
+        caches its writes as before.
+        """
+        result = super().check_can_live_migrate_source(
             context, instance, dest_check_data, block_device_info)
+        if CONF[opts.GROUP].enabled:
+            self._drain_for_live_migration(instance, block_device_info)
+        return result
+
+    def _dirty_capable_cached(self, block_device_info
+                              ) -> list[tuple[cas_volume.RBDVolume, dict]]:
+        """(volume, connection_info) of each cached wb/wo volume here."""
+        found = []
+        for bdm in virt_driver.block_device_info_get_mapping(
+                block_device_info):
+            info = bdm.get('connection_info') or {}
+            volume = cached_rbd(info)
+            if (volume and volume.mode.holds_dirty_data and
+                    cached_volume.LibvirtCachedRBDVolumeDriver.cached_path(
+                        info)):
+                found.append((volume, info))
+        return found
+
+    def _drain_for_live_migration(self, instance, block_device_info) -> None:
+        volume_driver = self._cached_rbd_volume_driver()
+        volumes = self._dirty_capable_cached(block_device_info)
+        for volume, info in volumes:
+            blocker = volume_driver.drain_blocker(info)
+            if blocker:
+                raise exception.MigrationPreCheckError(reason=(
+                    'volume %s is cached on this host in Open CAS mode %s '
+                    'and this host cannot drain it: %s. Cold-migrate the '
+                    'server (the detach flushes the cache), or upgrade '
+                    'Open CAS.' % (volume.volume_id, volume.mode.value,
+                                   blocker)))
+        timeout = CONF[opts.GROUP].live_migration_drain_timeout
+        drained = []
+        for volume, info in volumes:
+            try:
+                LOG.info('Draining volume %s before its live migration',
+                         volume.volume_id, instance=instance)
+                volume_driver.drain(info, timeout=timeout)
+                drained.append(info)
+            except Exception as exc:
+                LOG.error('Draining volume %(vol)s failed (%(err)s): the '
+                          'live migration is refused before it starts',
+                          {'vol': volume.volume_id, 'err': exc},
+                          instance=instance)
+                self._undrain_all(drained + [info], instance, retake=False)
+                raise exception.MigrationPreCheckError(reason=(
+                    'volume %s (Open CAS mode %s) could not be drained '
+                    'before the live migration: %s. Nothing was lost: its '
+                    'data stays in the cache and it caches writes as '
+                    'before. Retry later, or drain it ahead with '
+                    '"os-brick-cas drain --volume %s" on this host.' % (
+                        volume.volume_id, volume.mode.value, exc,
+                        volume.volume_id)))
+
+    def _undrain_all(self, infos: list[dict], instance,
+                     retake: bool) -> None:
+        volume_driver = self._cached_rbd_volume_driver()
+        for info in infos:
+            try:
+                volume_driver.undrain(info, retake=retake)
+            except Exception:
+                LOG.exception('Volume %s stays drained (its writes go '
+                              'straight to Ceph); undrain it with '
+                              '"os-brick-cas undrain --volume %s"',
+                              info['data'].get('volume_id'),
+                              info['data'].get('volume_id'),
+                              instance=instance)
+
+    def rollback_live_migration_at_source(self, context, instance,
+                                          migrate_data):
+        """The guest stays here: its drained volumes cache writes again.
+
+        The destination never ran the guest (the migration failed before
+        its switchover), so this host takes the fence markers back first.
+        """
+        super().rollback_live_migration_at_source(context, instance,
+                                                  migrate_data)
+        if not CONF[opts.GROUP].enabled:
+            return
+        block_device_info = self._source_block_device_info(context,
+                                                           instance)
+        self._undrain_all(
+            [info for _volume, info in
+             self._dirty_capable_cached(block_device_info)],
+            instance, retake=True)
+
+    @staticmethod
+    def _source_block_device_info(context, instance) -> dict:
+        """The server's volume mappings as block_device_info has them."""
+        mappings = []
+        for bdm in objects.BlockDeviceMappingList.get_by_instance_uuid(
+                context, instance.uuid):
+            if bdm.is_volume and bdm.connection_info:
+                mappings.append({'connection_info':
+                                 jsonutils.loads(bdm.connection_info)})
+        return {'block_device_mapping': mappings}
 
     def swap_volume(self, context, old_connection_info, new_connection_info,
                     instance, mountpoint, resize_to):
@@ -194,7 +292,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                 continue
             on_source = (cached_volume.LibvirtCachedRBDVolumeDriver
                          .cached_path(info) is not None)
-            here, why = self._would_cache(volume)
+            here, why, mode = self._would_cache(volume)
             if on_source != here:
                 raise exception.MigrationPreCheckError(reason=(
                     'volume %s is %s on the source host but would be %s on '
@@ -207,21 +305,34 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                         'cached' if here else 'attached uncached',
                         why, 'caches mode %s' % volume.mode.value
                         if on_source else 'does not cache it')))
+            if (on_source and volume.mode.holds_dirty_data and
+                    mode is not volume.mode):
+                # the source drains and hands its marker over to a host
+                # that caches the volume as its type asks, nothing else
+                raise exception.MigrationPreCheckError(reason=(
+                    'volume %s is cached in Open CAS mode %s on the source '
+                    'host but would be cached in mode %s on this host (%s). '
+                    'Migrate to a host that offers mode %s (trait '
+                    'CUSTOM_OPENCAS_%s).' % (
+                        volume.volume_id, volume.mode.value,
+                        mode.value if mode else 'none', why,
+                        volume.mode.value, volume.mode.value.upper())))
 
     @staticmethod
-    def _would_cache(volume: cas_volume.RBDVolume) -> tuple[bool, str]:
-        """Whether an attach here would cache *volume*, and why."""
+    def _would_cache(volume: cas_volume.RBDVolume
+                     ) -> tuple[bool, str, Optional[cas_modes.CacheMode]]:
+        """Whether an attach here would cache *volume*, why, in which mode."""
         volume_cache = cas_cache.VolumeCache()
         try:
             placement = volume_cache.policy.place(
                 volume.mode, volume_cache.list_caches())
         except cas_exception.CasError as exc:
-            return False, str(exc)
+            return False, str(exc), None
         if not placement.cached:
             return False, 'no usable instance for mode %s' % (
-                volume.mode.value)
+                volume.mode.value), None
         return True, 'instance %d serves mode %s' % (
-            placement.cache_id, placement.mode.value)
+            placement.cache_id, placement.mode.value), placement.mode
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
         super().update_provider_tree(provider_tree, nodename, allocations)

@@ -57,6 +57,19 @@ nova_opts = [
              'credentials) which host holds a write-back/write-only '
              'volume, and refuse to attach it elsewhere until it was '
              'detached cleanly. Needs the extension enabled in Cinder.'),
+    cfg.IntOpt(
+        'live_migration_drain_timeout',
+        default=45,
+        min=1,
+        help='Seconds the source host may spend draining the write-back/'
+             'write-only volumes of a server before its live migration '
+             '(flushing their dirty data and keeping new writes from '
+             'getting dirty). Draining runs in the source\'s pre-check, '
+             'which the destination waits for: keep it below nova\'s '
+             'rpc_response_timeout. If it does not finish, the migration '
+             'is refused before it starts and the volumes cache writes '
+             'again; drain them ahead with "os-brick-cas drain --volume '
+             'ID" (nothing is lost either way).'),
 ]
 
 CONF = cfg.CONF

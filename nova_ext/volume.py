@@ -50,6 +50,7 @@ NO_CACHE_ERRORS = (cas_exception.CasadmNotFound,
 FENCE_UNUSED = 'unused'
 FENCE_SET = 'set'
 FENCE_HELD = 'held'
+FENCE_TAKEN = 'taken'
 
 
 class VolumeFenced(nova_exception.Invalid):
@@ -123,10 +124,13 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
 
         Checked for every cacheable volume, whatever its mode now (it may
         have been retyped while another host still held its newest
-        writes). Returns (state, owner before this attach): FENCE_SET if
-        this call set the marker, FENCE_HELD if it already named this host
-        (its newest writes may be in this host's cache, e.g. an inactive
-        core after a reboot), FENCE_UNUSED if no marker is kept.
+        writes). A marker of another host that *drained* the volume (a
+        live migration's source) is taken over: Ceph has every write it
+        acknowledged and it cannot cache new ones. Returns (state, owner
+        before this attach): FENCE_SET if this call set the marker,
+        FENCE_TAKEN if it took it over, FENCE_HELD if it already named
+        this host (its newest writes may be in this host's cache, e.g. an
+        inactive core after a reboot), FENCE_UNUSED if no marker is kept.
         """
         for key in ('cas_epoch', 'cas_owner_epoch'):
             data.pop(key, None)
@@ -137,7 +141,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             return FENCE_UNUSED, None
         client = fence.client()
         owner = client.owner(volume.volume_id)
-        if owner and owner.host != CONF.host:
+        if owner and owner.host != CONF.host and not owner.drained:
             raise VolumeFenced(volume=volume.volume_id, fenced=owner.host,
                                host=CONF.host)
         if epoch:
@@ -146,6 +150,15 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
                 data['cas_owner_epoch'] = owner_epoch
         if not volume.mode.holds_dirty_data:
             return FENCE_UNUSED, owner
+        if owner is not None and owner.host != CONF.host:
+            LOG.info('Volume %(vol)s was drained by host %(host)s '
+                     '(attachment %(epoch)s); this host takes its fence '
+                     'marker over', {'vol': volume.label, 'host': owner.host,
+                                     'epoch': owner.epoch})
+            client.set(volume.volume_id, CONF.host, epoch)
+            if epoch:
+                data['cas_owner_epoch'] = epoch
+            return FENCE_TAKEN, owner
         if owner is not None:
             return FENCE_HELD, owner
         client.set(volume.volume_id, CONF.host, epoch)
@@ -160,7 +173,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             device_info = self.connector.connect_volume(data)
         except NO_CACHE_ERRORS as exc:
             # the connector rolled back: nothing of this volume is cached
-            self._undo_fence(volume, fence_state)
+            self._undo_fence(volume, fence_state, owner)
             if (CONF[opts.GROUP].no_cache_action == opts.NO_CACHE_FAIL or
                     fence_state == FENCE_HELD):
                 raise
@@ -172,7 +185,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             return
         except Exception:
             with excutils.save_and_reraise_exception():
-                self._undo_fence(volume, fence_state)
+                self._undo_fence(volume, fence_state, owner)
         if fence_state == FENCE_HELD and epoch and owner.epoch != epoch:
             # this attachment now owns the data the earlier one cached
             fence.client().set(volume.volume_id, CONF.host, epoch)
@@ -182,11 +195,21 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
                  instance=instance)
 
     @staticmethod
-    def _undo_fence(volume: cas_volume.RBDVolume, fence_state: str) -> None:
-        """Clear a marker this attach set before it failed."""
+    def _undo_fence(volume: cas_volume.RBDVolume, fence_state: str,
+                    previous: cas_fence.Owner | None) -> None:
+        """Clear a marker this attach set, or hand a taken one back."""
         if fence_state == FENCE_SET:
             _clear_fence(volume, 'after its attach failed (nothing of it is '
                                  'cached on this host)')
+        elif fence_state == FENCE_TAKEN and previous is not None:
+            try:
+                fence.client().set(volume.volume_id, previous.host,
+                                   previous.epoch, drained=previous.drained)
+            except Exception:
+                LOG.exception('Could not hand the fence marker of volume '
+                              '%s back to host %s after this attach failed; '
+                              'nothing of it is cached here.', volume.label,
+                              previous.host)
 
     def _set_owner(self, data: dict, volume: cas_volume.RBDVolume
                    ) -> cas_fence.Owner | None:
@@ -208,6 +231,59 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         data = connection_info['data']
         self._set_owner(data, cas_volume.from_connection_properties(data))
         return self.connector.flush_volume(data, drain=drain)
+
+    def drain(self, connection_info, timeout: int | None = None) -> bool:
+        """Drain an attached volume and tell Cinder (bounded).
+
+        Afterwards Ceph has every write the guest got acknowledged, no
+        write can get dirty, and the fence marker says so: another host
+        may attach the volume (a live migration's destination) and Cinder
+        allows snapshots of it. Returns False if it has no core here.
+        """
+        data = connection_info['data']
+        volume = cas_volume.from_connection_properties(data)
+        owner = self._set_owner(data, volume)
+        if not self.connector.flush_volume(data, drain=True,
+                                           timeout=timeout):
+            return False
+        if owner is not None and owner.host == CONF.host:
+            epoch = owner.epoch or self._attachment_id(connection_info)
+            fence.client().set(volume.volume_id, CONF.host, epoch,
+                               drained=bool(epoch))
+        return True
+
+    def drain_blocker(self, connection_info) -> str | None:
+        """Why this host cannot drain the volume; None if it can."""
+        return self.connector.drain_blocker(connection_info['data'])
+
+    def undrain(self, connection_info, retake: bool = False) -> bool:
+        """Own the volume's data again, then let its core cache writes.
+
+        For a guest that stays on this host (a failed or aborted live
+        migration, an unquiesced snapshot): the fence marker is set to
+        this host and the attachment of its core *before* the core may
+        get dirty. A marker naming another host is taken back only with
+        *retake* - the caller knows that host never ran the guest (a
+        live migration that failed before its switchover); otherwise the
+        volume stays drained (safe, only slower) and False is returned.
+        """
+        data = connection_info['data']
+        volume = cas_volume.from_connection_properties(data)
+        if CONF[opts.GROUP].use_fence_marker:
+            client = fence.client()
+            owner = client.owner(volume.volume_id)
+            if (owner is not None and owner.host != CONF.host and
+                    not retake):
+                LOG.error('Volume %(vol)s stays drained on this host: its '
+                          'fence marker names host %(host)s, which may '
+                          'cache its writes now.',
+                          {'vol': volume.label, 'host': owner.host})
+                return False
+            epoch = (self.connector.cached_epoch(data) or
+                     self._attachment_id(connection_info))
+            client.set(volume.volume_id, CONF.host, epoch)
+        self.connector.undrain_volume(data)
+        return True
 
     @contextlib.contextmanager
     def keeping_data_on_failed_detach(self, volume_id: str):

@@ -453,18 +453,19 @@ class CachedRBDConnector(rbd.RBDConnector):
     # -- flush in place ------------------------------------------------
 
     def flush_volume(self, connection_properties: dict[str, Any],
-                     drain: bool = False) -> bool:
+                     drain: bool = False,
+                     timeout: Optional[int] = None) -> bool:
         """Flush a cached volume's dirty data now, keeping it attached.
 
         With *drain*, the core is first pinned to a no-allocation IO class
         so no new dirty data can appear (see :mod:`os_brick_cas.drain`);
         its class goes when the core is removed. Bounded by
-        ``flush_timeout``; raises FlushFailed/FlushTimedOut with the data
-        still in the cache. Returns False when the volume has no active
-        core here (nothing to flush).
+        *timeout* (default ``flush_timeout``); raises FlushFailed/
+        FlushTimedOut with the data still in the cache. Returns False when
+        the volume has no active core here (nothing to flush).
         """
         volume = volume_mod.from_connection_properties(connection_properties)
-        timeout = self.volume_cache.conf[opts.GROUP].flush_timeout
+        timeout = timeout or self.volume_cache.conf[opts.GROUP].flush_timeout
         with locks.volume_lock(volume.spec):
             caches = self.volume_cache.list_caches()
             core = self._core_of(volume, caches)
@@ -484,6 +485,51 @@ class CachedRBDConnector(rbd.RBDConnector):
         LOG.info('%s volume %s in place', 'Drained' if drain else 'Flushed',
                  volume.label)
         return True
+
+    def undrain_volume(self, connection_properties: dict[str, Any]
+                       ) -> Optional[str]:
+        """Let a drained volume cache its writes again (idempotent).
+
+        The caller records the owner first (the fence marker), because
+        from here on the core can get dirty. Returns the attachment epoch
+        of this host's core (its ownership record), or None when the
+        volume has no active core here.
+        """
+        volume = volume_mod.from_connection_properties(connection_properties)
+        with locks.volume_lock(volume.spec):
+            caches = self.volume_cache.list_caches()
+            core = self._core_of(volume, caches)
+            if core is None or not core.active:
+                return None
+            [cache] = [c for c in caches if c.cache_id == core.cache_id]
+            drain_mod.DrainManager(self.volume_cache.casadm).undrain(
+                cache, core, core.core_id)
+        LOG.info('Undrained volume %s: its writes are cached again',
+                 volume.label)
+        record = ownership.read(core.device)
+        return record.epoch if record else None
+
+    def drain_blocker(self, connection_properties: dict[str, Any]
+                      ) -> Optional[str]:
+        """Why this host cannot drain the volume's core; None if it can.
+
+        None too when the volume has no core here (nothing to drain).
+        """
+        volume = volume_mod.from_connection_properties(connection_properties)
+        caches = self.volume_cache.list_caches()
+        core = self._core_of(volume, caches)
+        if core is None:
+            return None
+        [cache] = [c for c in caches if c.cache_id == core.cache_id]
+        return drain_mod.unsupported_reason(self.volume_cache.casadm, cache)
+
+    def cached_epoch(self, connection_properties: dict[str, Any]
+                     ) -> Optional[str]:
+        """The attachment whose data this host's core of the volume holds."""
+        volume = volume_mod.from_connection_properties(connection_properties)
+        core = self._core_of(volume, self.volume_cache.list_caches())
+        record = ownership.read(core.device) if core is not None else None
+        return record.epoch if record else None
 
     # -- paths and size ------------------------------------------------
 

@@ -31,6 +31,7 @@ from typing import Optional
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import releases
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import locks
@@ -68,6 +69,20 @@ def compose(drained: set[int]) -> list[casadm_mod.IoClass]:
         table.append(casadm_mod.IoClass(class_id, drain_rule(core_id), 0,
                                         0.0))
     return table
+
+
+def unsupported_reason(casadm: casadm_mod.Casadm,
+                       cache: casadm_mod.CacheInstance) -> Optional[str]:
+    """None if this host can drain a core of *cache*, else why not."""
+    versions = casadm.version()
+    release = (versions.get('CAS Cache Kernel Module') or
+               versions.get('CAS CLI Utility') or '')
+    line = releases.major_minor(release)
+    if line is None or line < (24, 9):
+        return ('Open CAS %s is older than v24.9 or unknown: a disabled IO '
+                'class there leaves overlapping dirty lines; upgrade Open '
+                'CAS' % (release or '(unknown release)'))
+    return None
 
 
 class DrainManager(object):

@@ -33,6 +33,7 @@ CLEAR_ACTION = 'os-brick-cas-clear-fence'
 ATTRIBUTE = 'os-brick-cas:fence'
 EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
 LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
+DRAINED_ATTRIBUTE = 'os-brick-cas:fence-drained'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,10 +42,14 @@ class Owner:
 
     *epoch* is the Cinder attachment that cached the data; None for a
     marker set before epochs were recorded (the host alone is known).
+    *drained*: that attachment's host drained the volume - Ceph has every
+    acknowledged write and none can get dirty - so another host may take
+    the marker over (a live migration's destination).
     """
 
     host: str
     epoch: Optional[str] = None
+    drained: bool = False
 
 
 class FenceClient(object):
@@ -72,8 +77,10 @@ class FenceClient(object):
         """The owner and the owners declared lost, from one volume show."""
         volume = self.cinder.volumes.get(volume_id)
         host = getattr(volume, ATTRIBUTE, None)
-        owner = (Owner(host, getattr(volume, EPOCH_ATTRIBUTE, None) or None)
-                 if host else None)
+        epoch = getattr(volume, EPOCH_ATTRIBUTE, None) or None
+        drained = bool(epoch and
+                       getattr(volume, DRAINED_ATTRIBUTE, None) == epoch)
+        owner = Owner(host, epoch, drained) if host else None
         lost = []
         for entry in (getattr(volume, LOST_ATTRIBUTE, None) or '').split(
                 ','):
@@ -83,15 +90,22 @@ class FenceClient(object):
         return owner, lost
 
     def set(self, volume_id: str, host: str,
-            epoch: Optional[str] = None) -> None:
-        """Record that *host* (attachment *epoch*) may hold unsaved writes."""
-        body = {'host': host}
+            epoch: Optional[str] = None, drained: bool = False) -> None:
+        """Record that *host* (attachment *epoch*) may hold unsaved writes.
+
+        With *drained* (needs *epoch*): it holds none and cannot get any
+        until it sets the marker again without it.
+        """
+        body: dict[str, Any] = {'host': host}
         if epoch:
             body['epoch'] = epoch
+        if drained:
+            body['drained'] = True
         self.cinder.volumes._action(SET_ACTION, volume_id, body)
         LOG.info('Fence marker of volume %(vol)s set to host %(host)s '
-                 '(attachment %(epoch)s)',
-                 {'vol': volume_id, 'host': host, 'epoch': epoch})
+                 '(attachment %(epoch)s%(drained)s)',
+                 {'vol': volume_id, 'host': host, 'epoch': epoch,
+                  'drained': ', drained' if drained else ''})
 
     def clear(self, volume_id: str, lost: bool = False) -> None:
         """Drop the marker (after a clean detach, or knowingly).

@@ -47,6 +47,7 @@ CLEAR_ACTION = 'os-brick-cas-clear-fence'
 ATTRIBUTE = 'os-brick-cas:fence'
 EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
 LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
+DRAINED_ATTRIBUTE = 'os-brick-cas:fence-drained'
 _HOST = re.compile(r'^[A-Za-z0-9_.:@-]{1,255}$')
 _EPOCH = re.compile(r'^[A-Za-z0-9-]{1,64}$')
 
@@ -84,12 +85,15 @@ class FenceController(wsgi.Controller):
         params = body.get(SET_ACTION) or {}
         host = params.get('host')
         epoch = params.get('epoch', '')
+        drained = params.get('drained', False)
         if (not isinstance(host, str) or not _HOST.fullmatch(host) or
                 not isinstance(epoch, str) or
-                (epoch and not _EPOCH.fullmatch(epoch))):
+                (epoch and not _EPOCH.fullmatch(epoch)) or
+                not isinstance(drained, bool) or (drained and not epoch)):
             raise webob.exc.HTTPBadRequest(
                 explanation="'%s' needs {'host': <compute host name>[, "
-                            "'epoch': <attachment id>]}" % SET_ACTION)
+                            "'epoch': <attachment id>[, 'drained': "
+                            "true|false]]}" % SET_ACTION)
         try:
             # the policy allowed it on any volume (service users act in
             # their own project)
@@ -99,7 +103,23 @@ class FenceController(wsgi.Controller):
         self.volume_api.update_volume_admin_metadata(
             context.elevated(), volume, {guards.FENCE_KEY: host,
                                          guards.FENCE_EPOCH_KEY: epoch})
+        if drained:
+            # that attachment's host flushed the volume and keeps it from
+            # getting dirty: another host may take the marker over
+            self.volume_api.update_volume_admin_metadata(
+                context.elevated(), volume, {guards.FENCE_DRAINED_KEY: epoch})
+        else:
+            self._delete_keys(context, id, guards.FENCE_DRAINED_KEY)
         return webob.Response(status_int=202)
+
+    @staticmethod
+    def _delete_keys(context, volume_id: str, *keys: str) -> None:
+        for key in keys:
+            try:
+                db.volume_admin_metadata_delete(context.elevated(),
+                                                volume_id, key)
+            except exception.VolumeAdminMetadataNotFound:
+                pass
 
     @wsgi.action(CLEAR_ACTION)
     def _clear_fence(self, req, id, body):
@@ -120,11 +140,8 @@ class FenceController(wsgi.Controller):
                 context.elevated(), volume, {guards.FENCE_LOST_KEY: (
                     guards.with_lost(volume, host,
                                      guards.fence_epoch(volume)))})
-        for key in (guards.FENCE_KEY, guards.FENCE_EPOCH_KEY):
-            try:
-                db.volume_admin_metadata_delete(context.elevated(), id, key)
-            except exception.VolumeAdminMetadataNotFound:
-                pass
+        self._delete_keys(context, id, guards.FENCE_KEY,
+                          guards.FENCE_EPOCH_KEY, guards.FENCE_DRAINED_KEY)
         return webob.Response(status_int=202)
 
     def _add_attribute(self, req, resp_volume):
@@ -132,6 +149,7 @@ class FenceController(wsgi.Controller):
         resp_volume[ATTRIBUTE] = guards.fence_host(db_volume)
         resp_volume[EPOCH_ATTRIBUTE] = guards.fence_epoch(db_volume)
         resp_volume[LOST_ATTRIBUTE] = ','.join(guards.fence_lost(db_volume))
+        resp_volume[DRAINED_ATTRIBUTE] = guards.fence_drained(db_volume)
 
     @wsgi.extends
     def show(self, req, resp_obj, id):

@@ -55,7 +55,8 @@ class _GuardController(wsgi.Controller):
         except exception.VolumeNotFound:
             return  # cinder's own controller answers 404
         try:
-            guards.refuse_if_dirty_capable(volume, self.operation)
+            guards.refuse_if_dirty_capable(volume, self.operation,
+                                           allow_drained=True)
         except exception.InvalidVolume as exc:
             raise webob.exc.HTTPBadRequest(explanation=exc.msg)
 

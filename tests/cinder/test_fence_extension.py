@@ -63,6 +63,33 @@ class FenceExtensionTestCase(test.TestCase):
         self.controller._clear_fence(self.request(), self.volume.id,
                                      {fence.CLEAR_ACTION: {}})
 
+    def test_drained_flag_names_one_attachment(self):
+        """Set with drained, it names the epoch; set again drops it."""
+        self.controller._set_fence(
+            self.request(), self.volume.id,
+            {fence.SET_ACTION: {'host': 'compute-1', 'epoch': 'att-1',
+                                'drained': True}})
+        self.assertEqual('att-1',
+                         self.admin_metadata()[guards.FENCE_DRAINED_KEY])
+        self.controller._set_fence(
+            self.request(), self.volume.id,
+            {fence.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-2'}})
+        self.assertNotIn(guards.FENCE_DRAINED_KEY, self.admin_metadata())
+        self.controller._set_fence(
+            self.request(), self.volume.id,
+            {fence.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-2',
+                                'drained': True}})
+        self.controller._clear_fence(self.request(), self.volume.id,
+                                     {fence.CLEAR_ACTION: {}})
+        self.assertNotIn(guards.FENCE_DRAINED_KEY, self.admin_metadata())
+        # drained without an epoch says nothing about which attachment
+        for bad in ({'host': 'compute-1', 'drained': True},
+                    {'host': 'compute-1', 'epoch': 'att-1',
+                     'drained': 'yes'}):
+            self.assertRaises(webob.exc.HTTPBadRequest,
+                              self.controller._set_fence, self.request(),
+                              self.volume.id, {fence.SET_ACTION: bad})
+
     def request_as(self, roles, admin=False):
         return fakes.HTTPRequest.blank(
             '/v3/%s/volumes/%s/action' % (fakes.FAKE_UUID, self.volume.id),

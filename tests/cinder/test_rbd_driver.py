@@ -16,6 +16,7 @@ from unittest import mock
 
 from cinder import context
 from cinder import exception
+from cinder import objects
 from cinder.tests.unit import fake_snapshot
 from cinder.tests.unit import fake_volume
 from cinder.tests.unit import test
@@ -25,6 +26,9 @@ import ddt
 
 from cinder_ext import guards
 from cinder_ext import rbd
+
+ATT0, ATT1, ATT2 = ('00000000-0000-0000-0000-0000000a770%d' % n
+                    for n in range(3))
 
 HOSTS = ['127.0.0.1']
 PORTS = ['6789']
@@ -141,6 +145,38 @@ class CachedRBDDriverTestCase(test.TestCase):
         info = self.driver.initialize_connection(volume, {'host': 'cmp1'})
         self.assertEqual('wb', info['data']['cache_mode'])
 
+    def drained_volume(self, drained_epoch, attachments=(ATT1,)):
+        volume = self.volume(specs('wb'), status='in-use', admin_metadata={
+            guards.FENCE_KEY: 'cmp1', guards.FENCE_EPOCH_KEY: ATT1,
+            guards.FENCE_DRAINED_KEY: drained_epoch})
+        volume.volume_attachment = objects.VolumeAttachmentList(objects=[
+            objects.VolumeAttachment(id=attachment)
+            for attachment in attachments])
+        return volume
+
+    def test_drained_volume_may_connect_elsewhere_and_be_snapshotted(self):
+        """Issue 15: the owner drained it, so Ceph has its newest data."""
+        volume = self.drained_volume(ATT1)
+        info = self.driver.initialize_connection(volume, {'host': 'cmp2'})
+        self.assertEqual('wb', info['data']['cache_mode'])
+        guards.refuse_if_dirty_capable(volume, 'snapshot',
+                                       allow_drained=True)
+        # a clone is not part of what a drain allows
+        self.assertRaises(exception.InvalidVolume,
+                          guards.refuse_if_dirty_capable, volume, 'clone')
+
+    @ddt.data((ATT0, (ATT1,)), (ATT1, (ATT2,)))
+    @ddt.unpack
+    def test_drained_flag_of_another_attachment_counts_for_nothing(
+            self, drained_epoch, attachments):
+        volume = self.drained_volume(drained_epoch, attachments)
+        self.assertRaises(exception.InvalidVolume,
+                          self.driver.initialize_connection, volume,
+                          {'host': 'cmp2'})
+        self.assertRaises(exception.InvalidVolume,
+                          guards.refuse_if_dirty_capable, volume,
+                          'snapshot', allow_drained=True)
+
     @ddt.data('wt', 'pt', None)
     def test_fence_applies_in_every_mode(self, mode):
         """Retyped after the fence was set: the marker still counts."""
@@ -166,7 +202,7 @@ class CachedRBDDriverTestCase(test.TestCase):
             if refused:
                 exc = self.assertRaises(exception.InvalidVolume,
                                         self.driver.create_snapshot, snapshot)
-                self.assertIn('Detach the volume', str(exc))
+                self.assertIn('Drain it first', str(exc))
                 self.assertIn("write-through ('wt')", str(exc))
                 create.assert_not_called()
             else:

@@ -63,7 +63,7 @@ class SyncGuardTestCase(test.TestCase):
         volume = self.volume('wb', 'in-use')
         exc = self.assertRaises(webob.exc.HTTPBadRequest, self.run_guard,
                                 controller_class(), key, volume)
-        self.assertIn('Detach the volume', exc.explanation)
+        self.assertIn('Drain it first', exc.explanation)
 
     @ddt.data(('wb', 'available'), ('wt', 'in-use'), (None, 'in-use'))
     @ddt.unpack

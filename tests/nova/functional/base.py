@@ -62,6 +62,7 @@ class FakeFenceCinder(object):
         self.fences: dict[str, str] = {}
         self.epochs: dict[str, str] = {}
         self.lost: dict[str, list[str]] = {}
+        self.drained: dict[str, str] = {}
         self.adapter = requests_mock.Adapter()
         self.adapter.register_uri(
             'GET', re.compile(CINDER + '/volumes/[^/]+$'), json=self._show)
@@ -76,18 +77,25 @@ class FakeFenceCinder(object):
                            'os-brick-cas:fence-epoch':
                                self.epochs.get(volume_id),
                            'os-brick-cas:fence-lost':
-                               ','.join(self.lost.get(volume_id, []))}}
+                               ','.join(self.lost.get(volume_id, [])),
+                           'os-brick-cas:fence-drained':
+                               self.drained.get(volume_id)}}
 
     def _action(self, request, context):
         volume_id = request.path.split('/')[-2]
         body = request.json()
         if 'os-brick-cas-set-fence' in body:
-            self.fences[volume_id] = body['os-brick-cas-set-fence']['host']
-            self.epochs[volume_id] = body['os-brick-cas-set-fence'].get(
-                'epoch')
+            params = body['os-brick-cas-set-fence']
+            self.fences[volume_id] = params['host']
+            self.epochs[volume_id] = params.get('epoch')
+            if params.get('drained'):
+                self.drained[volume_id] = params['epoch']
+            else:
+                self.drained.pop(volume_id, None)
         elif 'os-brick-cas-clear-fence' in body:
             host = self.fences.pop(volume_id, None)
             epoch = self.epochs.pop(volume_id, None)
+            self.drained.pop(volume_id, None)
             if body['os-brick-cas-clear-fence'].get('lost') and host:
                 self.lost.setdefault(volume_id, []).append(
                     '%s/%s' % (host, epoch or ''))
@@ -289,7 +297,7 @@ class CachedVolumeTestBase(base.ServersTestBase):
         volume_driver = self.computes[compute].driver.\
             _cached_rbd_volume_driver()
         for name in ('connect_volume', 'disconnect_volume',
-                     'extend_volume'):
+                     'extend_volume', 'drain', 'undrain', 'drain_blocker'):
             original = getattr(volume_driver, name)
 
             def on_own_host(*args, _original=original, **kwargs):

@@ -29,7 +29,11 @@ from nova.tests.functional.api import client
 from oslotest import output
 
 from cinder_ext import admin
+from nova import context as nova_context
+from nova import objects
+from os_brick_cas import casadm
 from os_brick_cas.cmd import main as cli
+from os_brick_cas import drain
 from tests.nova.functional import base
 
 WT_VOL = str(uuid.UUID(int=0xca5e11))
@@ -182,20 +186,161 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual(source_core, still)
         self.assertEqual([], self.mappings('compute2'))
 
-    def test_write_back_volume_is_refused_and_stays(self):
-        self._attach_volume(self.server, WB_VOL)
-        # cast-as-call in the fixtures: the refused pre-check surfaces at
-        # the API (see test_cached_volumes for the message)
-        self.assertRaises(
-            client.OpenStackApiException, self.admin_api.post_server_action,
-            self.server['id'], {'os-migrateLive': {
-                'host': 'compute2', 'block_migration': 'auto'}})
+    # -- write-back: drained at the source, handed over at the switchover
+
+    def drained_on(self, compute: str) -> set[int]:
+        """Core ids the wb instance's IO-class table of *compute* drains."""
+        return drain.drained_cores(casadm.parse_io_classes(self._tool(
+            compute, 'casadm', '-C', '-L', '-i', '2', '-o', 'csv')))
+
+    def dirty(self, compute: str, core) -> int:
+        """Dirty blocks of *core* on *compute*'s simulated host."""
+        caches = self.hosts[compute].state()['caches']
+        return caches[str(core.cache_id)]['cores'][str(core.core_id)][
+            'dirty']
+
+    def migrate_to_compute2(self) -> None:
+        """Ask for the migration (cast-as-call: a refusal raises)."""
+        self.admin_api.post_server_action(self.server['id'], {
+            'os-migrateLive': {'host': 'compute2',
+                               'block_migration': 'auto'}})
+
+    def attachment_of(self, server: dict, volume_id: str) -> str:
+        [bdm] = [b for b in objects.BlockDeviceMappingList.
+                 get_by_instance_uuid(nova_context.get_admin_context(),
+                                      server['id'])
+                 if b.volume_id == volume_id]
+        return bdm.attachment_id
+
+    def assert_source_keeps_write_back(self, source_core, dirty: int
+                                       ) -> None:
+        """The guest stays on compute1 and its wb core caches writes."""
         server = self._wait_for_state_change(self.server, 'ACTIVE')
         self.assertEqual('compute1', server['OS-EXT-SRV-ATTR:host'])
-        self.assertEqual(1, len(self.cores('compute1')))
+        [core] = self.cores('compute1')
+        self.assertEqual(source_core, core)
+        self.assertEqual(dirty, self.dirty('compute1', core))
+        self.assertEqual(set(), self.drained_on('compute1'))
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+        self.assertEqual(self.attachment_of(server, WB_VOL),
+                         self.cinder.epochs[WB_VOL])
+        self.assertEqual({}, self.cinder.drained)
         self.assertEqual([], self.cores('compute2'))
         self.assertEqual([], self.mappings('compute2'))
-        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+
+    def test_write_back_volume_drains_then_moves_to_destination(self):
+        self._attach_volume(self.server, WB_VOL)
+        [source_core] = self.cores('compute1')
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        seen_at_switchover = {}
+        original = self.computes['compute2'].driver._host.get_connection
+
+        def at_switchover(domain, destination, params, flags):
+            # what holds when libvirt starts moving the guest
+            seen_at_switchover.update(
+                dirty=self.dirty('compute1', source_core),
+                drained=self.drained_on('compute1'),
+                fence=dict(self.cinder.fences),
+                dest_cores=self.cores('compute2'))
+            xml = params['destination_xml']
+            self.destination_xml.append(xml)
+            original().createXML(xml, 0)
+            uuid_ = etree.fromstring(xml).find('./uuid').text
+            self.computes['compute1'].driver._host.get_connection(
+            ).lookupByUUIDString(uuid_).complete_job()
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3',
+            at_switchover))
+        self.migrate_to_compute2()
+        server = self._wait_for_server_parameter(
+            self.server, {'OS-EXT-SRV-ATTR:host': 'compute2',
+                          'status': 'ACTIVE'})
+        # before the switchover: the source had flushed everything and
+        # pinned the core; the destination had its own wb core and the
+        # marker (the source could no longer get dirty data)
+        self.assertEqual(0, seen_at_switchover['dirty'])
+        self.assertEqual({source_core.core_id},
+                         seen_at_switchover['drained'])
+        self.assertEqual({WB_VOL: 'compute2'}, seen_at_switchover['fence'])
+        [dest_core] = seen_at_switchover['dest_cores']
+        self.assertEqual(2, dest_core.cache_id)
+        [xml] = self.destination_xml
+        self.assert_valid_domain_xml(xml)
+        # after it: the source removed its core, its drain class with it
+        self.assertEqual([], self.cores('compute1'))
+        self.assertEqual([], self.mappings('compute1'))
+        self.assertEqual(set(), self.drained_on('compute1'))
+        self.assertEqual([dest_core], self.cores('compute2'))
+        self.assertEqual(set(), self.drained_on('compute2'))
+        self.assertEqual({WB_VOL: 'compute2'}, self.cinder.fences)
+        self.assertEqual(self.attachment_of(server, WB_VOL),
+                         self.cinder.epochs[WB_VOL])
+        self.assertEqual({}, self.cinder.drained)
+        self.assertEqual(dest_core.exported,
+                         self.stored_device_path(server, WB_VOL))
+        # the destination caches writes and owns them: its detach
+        # flushes and releases the volume
+        self.hosts['compute2'].set_dirty(2, dest_core.core_id, 8)
+        self.detach(server, WB_VOL)
+        self.assertEqual([], self.cores('compute2'))
+        self.assertEqual({}, self.cinder.fences)
+
+    def test_failed_drain_refuses_before_start_and_keeps_write_back(self):
+        self._attach_volume(self.server, WB_VOL)
+        [source_core] = self.cores('compute1')
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        self.host.inject_fault('flush-core', exit_code=1,
+                               stderr='Error while writing to core '
+                                      'device\n')
+        self.assertRaises(client.OpenStackApiException,
+                          self.migrate_to_compute2)
+        self.assertIn('could not be drained before the live migration',
+                      self.stdlog.logger.output)
+        self.assertEqual([], self.destination_xml)
+        self.assert_source_keeps_write_back(source_core, 64)
+
+    def test_failed_migration_rolls_back_to_a_write_back_source(self):
+        self._attach_volume(self.server, WB_VOL)
+        [source_core] = self.cores('compute1')
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        seen = {}
+
+        def fails(domain, destination, params, flags):
+            seen.update(drained=self.drained_on('compute1'),
+                        dest_cores=self.cores('compute2'))
+            # libvirt reports the job failed (as nova's own tests do)
+            self.computes['compute1'].driver._host.get_connection(
+            ).lookupByUUIDString(self.server['id']).fail_job()
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fails))
+        self.migrate_to_compute2()
+        self._wait_for_migration_status(self.server, ['error', 'failed'])
+        # it got as far as the destination's attach
+        self.assertEqual({source_core.core_id}, seen['drained'])
+        self.assertEqual(1, len(seen['dest_cores']))
+        # the drain flushed the 64 blocks; the guest writes again here
+        self.assert_source_keeps_write_back(source_core, 0)
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, 8)
+        self.flags(host='compute1')     # nova's detach checks CONF.host
+        self.detach(self._wait_for_state_change(self.server, 'ACTIVE'),
+                    WB_VOL)
+        self.assertEqual([], self.cores('compute1'))
+        self.assertEqual({}, self.cinder.fences)
+
+    def test_host_that_cannot_drain_refuses_before_anything(self):
+        self._attach_volume(self.server, WB_VOL)
+        [source_core] = self.cores('compute1')
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        # v22.6: a disabled IO class leaves overlapping dirty lines
+        self.host.set_version('22.06.0.0705.release')
+        self.assertRaises(client.OpenStackApiException,
+                          self.migrate_to_compute2)
+        self.assertIn('this host cannot drain it', self.stdlog.logger.output)
+        self.assertEqual([], self.host.calls(verb='flush-core'))
+        self.host.set_version(None)
+        self.assert_source_keeps_write_back(source_core, 64)
 
 
 class HostRebootTestCase(LifecycleTestBase):
