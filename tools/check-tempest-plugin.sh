@@ -32,7 +32,7 @@ EXPECTED=(
     scenario.test_cached_volumes.TestCachedVolumeDataWriteBack.test_data_survives_server_reboot
     scenario.test_cached_volumes.TestCasDeviceOnComputeHost.test_cas_device_exists_only_while_attached
     scenario.test_cache_mode_rules.TestLiveMigrationWriteThrough.test_live_migration_keeps_data
-    scenario.test_cache_mode_rules.TestLiveMigrationWriteBack.test_live_migration_refused
+    scenario.test_cache_mode_rules.TestLiveMigrationWriteBack.test_live_migration_keeps_data
     scenario.test_cache_mode_rules.TestSnapshotRuleWriteBack.test_snapshot_refused_while_attached_allowed_after_detach
 )
 

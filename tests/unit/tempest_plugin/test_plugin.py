@@ -52,7 +52,7 @@ EXPECTED_TESTS = {
     'scenario.test_cache_mode_rules.TestLiveMigrationWriteThrough.'
     'test_live_migration_keeps_data',
     'scenario.test_cache_mode_rules.TestLiveMigrationWriteBack.'
-    'test_live_migration_refused',
+    'test_live_migration_keeps_data',
     'scenario.test_cache_mode_rules.TestSnapshotRuleWriteBack.'
     'test_snapshot_refused_while_attached_allowed_after_detach',
 }
