@@ -30,6 +30,7 @@ any of them.
 import inspect
 from typing import Optional
 
+from nova import context as nova_context
 from nova import exception
 from nova import objects
 from nova.virt import driver as virt_driver
@@ -110,6 +111,9 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         check_nova_compatibility()
         super().__init__(virtapi, read_only)
         self._cached_rbd_driver = None
+        #: volume id -> (instance uuid, connection_info) drained here for
+        #: a live migration that has not ended yet
+        self._migration_drains: dict[str, tuple[str, dict]] = {}
 
     def _cached_rbd_volume_driver(self):
         if self._cached_rbd_driver is None:
@@ -175,6 +179,8 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                          volume.volume_id, instance=instance)
                 volume_driver.drain(info, timeout=timeout)
                 drained.append(info)
+                self._migration_drains[volume.volume_id] = (instance.uuid,
+                                                            info)
             except Exception as exc:
                 LOG.error('Draining volume %(vol)s failed (%(err)s): the '
                           'live migration is refused before it starts',
@@ -194,6 +200,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                      retake: bool) -> None:
         volume_driver = self._cached_rbd_volume_driver()
         for info in infos:
+            self._migration_drains.pop(info['data'].get('volume_id'), None)
             try:
                 volume_driver.undrain(info, retake=retake)
             except Exception:
@@ -221,6 +228,36 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             [info for _volume, info in
              self._dirty_capable_cached(block_device_info)],
             instance, retake=True)
+
+    def _release_stranded_drains(self) -> None:
+        """Undrain volumes whose live migration ended without a rollback.
+
+        Nova calls no source hook when the destination's pre-migration
+        step fails, nor when the conductor gives up after the pre-check;
+        the guest then stays here with drained volumes (safe, only
+        slower). Run periodically: a server that is back on this host with
+        no task in progress gets write-back again. Volumes drained by an
+        operator (``os-brick-cas drain``) are not touched.
+        """
+        context = nova_context.get_admin_context()
+        for volume_id, (instance_uuid, info) in list(
+                self._migration_drains.items()):
+            try:
+                instance = objects.Instance.get_by_uuid(context,
+                                                        instance_uuid)
+            except exception.InstanceNotFound:
+                self._migration_drains.pop(volume_id, None)
+                continue
+            if instance.host != CONF.host:
+                # it moved: its source-side core goes with the migration
+                self._migration_drains.pop(volume_id, None)
+            elif instance.task_state is None:
+                LOG.info('The live migration of this server ended without '
+                         'a rollback; volume %s caches writes again',
+                         volume_id, instance=instance)
+                # no migration in progress and the guest runs here: no
+                # other host ran it, whatever the marker names now
+                self._undrain_all([info], instance, retake=True)
 
     @staticmethod
     def _source_block_device_info(context, instance) -> dict:
@@ -335,9 +372,16 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             placement.cache_id, placement.mode.value), placement.mode
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
+        """Report CUSTOM_OPENCAS_<MODE> traits (and release stale drains).
+
+        Nova calls this from its periodic resource update, the one
+        periodic hook a virt driver has.
+        """
         super().update_provider_tree(provider_tree, nodename, allocations)
         if not CONF[opts.GROUP].enabled:
             return
+        if self._migration_drains:
+            self._release_stranded_drains()
         offered = set(self._usable_cache_traits())
         stale = {trait for trait in provider_tree.data(nodename).traits
                  if trait.startswith(TRAIT_PREFIX)} - offered

@@ -307,13 +307,15 @@ class CachedVolumeTestBase(base.ServersTestBase):
             setattr(volume_driver, name, on_own_host)
         # host checks of the virt driver itself run on that machine too
         driver = self.computes[compute].driver
-        original = driver.check_can_live_migrate_destination
+        for name in ('check_can_live_migrate_destination',
+                     'update_provider_tree'):
+            original = getattr(driver, name)
 
-        def destination_check(*args, _original=original, **kwargs):
-            with self.on_host(compute):
-                return _original(*args, **kwargs)
+            def on_driver_host(*args, _original=original, **kwargs):
+                with self.on_host(compute):
+                    return _original(*args, **kwargs)
 
-        driver.check_can_live_migrate_destination = destination_check
+            setattr(driver, name, on_driver_host)
 
     @staticmethod
     def by_id_links() -> list[str]:

@@ -329,6 +329,22 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual([], self.cores('compute1'))
         self.assertEqual({}, self.cinder.fences)
 
+    def test_failure_at_the_destination_undrains_the_source_later(self):
+        """Nova calls no source hook when pre_live_migration fails."""
+        self._attach_volume(self.server, WB_VOL)
+        [source_core] = self.cores('compute1')
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        self.hosts['compute2'].inject_fault(
+            'add-core', exit_code=1, stderr='Error while adding core device '
+                                            'to cache instance 2\n')
+        self.migrate_to_compute2()
+        self._wait_for_migration_status(self.server, ['error', 'failed'])
+        self._wait_for_state_change(self.server, 'ACTIVE')
+        # still drained: safe (writes go straight to Ceph), only slower
+        self.assertEqual({source_core.core_id}, self.drained_on('compute1'))
+        self._run_periodics()
+        self.assert_source_keeps_write_back(source_core, 0)
+
     def test_host_that_cannot_drain_refuses_before_anything(self):
         self._attach_volume(self.server, WB_VOL)
         [source_core] = self.cores('compute1')
