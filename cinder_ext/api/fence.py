@@ -14,7 +14,10 @@
 
 A compute host that attaches a write-back/write-only volume records itself
 here (its cache may hold writes Ceph does not have); a clean detach clears
-it; an attach elsewhere is refused while it names another host. Cinder has
+it; an attach elsewhere is refused while it names another host, unless
+that host drained the volume (``'drained': true`` in the set action: the
+named attachment flushed it and keeps it from getting dirty, e.g. before a
+live migration, whose destination then takes the marker over). Cinder has
 no API to write admin metadata, so this extension provides one, which a
 volume's owner cannot change. Who may set, clear and see the marker is
 oslo.policy (:mod:`cinder_ext.policies`, default: admin or service role),
