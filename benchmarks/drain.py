@@ -28,7 +28,8 @@ figure. Run as root on a machine with the Ceph tools
 (tools/install-ceph.sh); it starts its own cluster unless given one::
 
     .venv/bin/python benchmarks/drain.py [--dirty 0,256,1024,4096,16384]
-        [--writes 1000] [--ceph-conf /path/to/ceph.conf] [--output FILE]
+        [--writes 1000] [--cold] [--ceph-conf /path/to/ceph.conf]
+        [--output FILE]
 """
 
 import argparse
@@ -153,6 +154,12 @@ class Bench(object):
                       blocks_per_s='%.0f' % (
                           (dirty_before - left) / seconds))
 
+    def warm(self, blocks: int) -> None:
+        """Map the first *blocks* blocks in the cache, clean."""
+        self.undrain()
+        write_blocks(self.device, list(range(blocks)), chunk_blocks=256)
+        self.drain()
+
     def latency_row(self, state: str, writes: int, seed: int) -> str:
         """*writes* random 4 KiB O_DIRECT writes, cached or drained."""
         if state == 'cached':
@@ -222,13 +229,18 @@ def measure(args: argparse.Namespace, ceph_conf: str, workdir: str,
          'after writing N contiguous dirty 4 KiB blocks through the device')
     for blocks in args.dirty:
         emit(bench.drain_row(blocks))
+    if args.cold:
+        where = ('cache lines mapped only where the drain rows above wrote '
+                 '(--cold)')
+    else:
+        bench.warm(LATENCY_SPAN)
+        where = ('every line of the range already in the cache, clean '
+                 '(written and drained first)')
     emit('# write4k = %d random O_DIRECT 4 KiB writes at QD1 in the first %d '
-         'MiB, latency of each pwrite()' % (args.writes,
-                                            LATENCY_SPAN * BLOCK // 2 ** 20))
-    cached = bench.latency_row('cached', args.writes, seed=1)
-    emit(cached)
-    drained = bench.latency_row('drained', args.writes, seed=2)
-    emit(drained)
+         'MiB, latency of each pwrite(); %s' % (
+             args.writes, LATENCY_SPAN * BLOCK // 2 ** 20, where))
+    emit(bench.latency_row('cached', args.writes, seed=1))
+    emit(bench.latency_row('drained', args.writes, seed=2))
     bench.undrain()
     bench.drain()       # nothing dirty left behind for the detach
 
@@ -251,6 +263,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument('--ceph-conf',
                         help="an existing cluster's ceph.conf (pool %s); "
                              'default: start a loopback cluster' % POOL)
+    parser.add_argument('--cold', action='store_true',
+                        help='do not map the latency range in the cache '
+                             'first (cached writes then allocate lines)')
     parser.add_argument('--flush-timeout', type=int, default=120)
     parser.add_argument('--output', help='also write the report here')
     args = parser.parse_args(argv)
