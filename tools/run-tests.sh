@@ -55,13 +55,15 @@ suite() {
         functional) stestr_run tests/functional --concurrency 1 ;;
         nova) stestr_run tests/nova --concurrency 1 ;;
         cinder) stestr_run tests/cinder ;;
-        ceph) rm -f .ceph-bench.txt .ceph-bench-cache.txt
+        ceph) rm -f .ceph-bench.txt .ceph-bench-cache.txt .ceph-bench-drain.txt
               timeout 1800 stestr --test-path tests/ceph --top-dir ./ run \
                   --concurrency 1 || return 1
               echo '--- os-brick-cas bench on the real-Ceph tier ---'
               cat .ceph-bench.txt
               echo '--- the data-true stand-in warming up (8 MiB range) ---'
-              cat .ceph-bench-cache.txt ;;
+              cat .ceph-bench-cache.txt
+              echo '--- drain time and 4k write latency, cached vs drained ---'
+              cat .ceph-bench-drain.txt ;;
         upstream) tools/run-upstream-suites.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
