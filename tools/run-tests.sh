@@ -58,6 +58,9 @@ suite() {
         ceph) rm -f .ceph-bench.txt .ceph-bench-cache.txt .ceph-bench-drain.txt
               timeout 1800 stestr --test-path tests/ceph --top-dir ./ run \
                   --concurrency 1 || return 1
+              # nova cannot share a process with cinder: its own run
+              timeout 900 stestr --test-path tests/ceph_nova --top-dir ./ \
+                  run --concurrency 1 || return 1
               echo '--- os-brick-cas bench on the real-Ceph tier ---'
               cat .ceph-bench.txt
               echo '--- the data-true stand-in warming up (8 MiB range) ---'

@@ -118,6 +118,11 @@ class CachedVolumeTestBase(base.ServersTestBase):
     #: volume id -> cache mode (None: a plain rbd volume); the Cinder
     #: fixture hands out their connection_info, each has a 16 MiB image
     volumes: dict[str, Optional[str]] = {}
+    #: 4 KiB lines of each data-true cache instance (None: counters only)
+    datapath_lines: Optional[int] = None
+    #: ceph.conf of a real cluster whose images ``rbd map`` maps (None:
+    #: file-backed images per host)
+    ceph_conf: Optional[str] = None
 
     def setUp(self):
         if os.geteuid() != 0:
@@ -133,7 +138,7 @@ class CachedVolumeTestBase(base.ServersTestBase):
                  **{volume_id: self.rbd_info('volume-' + volume_id, mode)
                     for volume_id, mode in self.volumes.items()})))
         self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.host = self.useFixture(sim_fixture.SimulatedHost(caches=CACHES))
+        self.host = self.new_host()
         self.opencas_conf = os.path.join(self.tmp, 'opencas.conf')
         with open(self.opencas_conf, 'w') as conf_file:
             conf_file.write('version=19.3.0\n[caches]\n'
@@ -169,6 +174,14 @@ class CachedVolumeTestBase(base.ServersTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.attachDeviceFlags', capture))
         self.addCleanup(self._remove_stray_links)
+
+    def new_host(self, **options) -> sim_fixture.SimulatedHost:
+        """A simulated host (:attr:`datapath_lines`, :attr:`ceph_conf`)."""
+        host = self.useFixture(sim_fixture.SimulatedHost(
+            caches=CACHES, datapath_lines=self.datapath_lines, **options))
+        if self.ceph_conf:
+            host.use_ceph(self.ceph_conf)
+        return host
 
     def _setup_services(self):
         self.flags(api_paste_config=os.path.join(
@@ -228,8 +241,7 @@ class CachedVolumeTestBase(base.ServersTestBase):
         swaps the symlinks udev would keep per machine (/dev/rbd/<pool>/,
         /dev/disk/by-id/rbd-*) when a compute's volume driver runs.
         """
-        second = self.useFixture(sim_fixture.SimulatedHost(
-            caches=CACHES, udev_by_id=True, device_offset=50))
+        second = self.new_host(udev_by_id=True, device_offset=50)
         conf = os.path.join(self.tmp, 'opencas-compute2.conf')
         with open(self.opencas_conf) as source, open(conf, 'w') as copy:
             copy.write(source.read())

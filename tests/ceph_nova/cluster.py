@@ -1,0 +1,98 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The real cluster of the nova-over-Ceph tier, and librbd on it.
+
+No cinder import (nova and cinder cannot share a process): the cluster is
+os_brick_cas.simulator.ceph_cluster, images are made and read with the
+python rados/rbd bindings.
+"""
+
+import atexit
+import contextlib
+import hashlib
+import os
+from typing import Any, Iterator, Optional
+
+from os_brick_cas.simulator import ceph_cluster
+
+POOL = 'volumes'
+MIB = 2 ** 20
+
+_CLUSTER: Optional[ceph_cluster.CephCluster] = None
+
+
+def why_not() -> Optional[str]:
+    """Why this tier cannot run on this machine (None if it can)."""
+    if os.geteuid() != 0:
+        return 'needs root (loop devices, FUSE, /dev entries)'
+    missing = ceph_cluster.missing_tools()
+    if missing:
+        return ('Ceph tools missing: %s (tools/install-ceph.sh installs '
+                'them)' % ', '.join(missing))
+    if not os.path.exists('/dev/fuse'):
+        return '/dev/fuse is missing'
+    try:
+        import rados  # noqa: F401
+        import rbd  # noqa: F401
+    except ImportError as exc:
+        return 'python rados/rbd bindings missing (%s)' % exc
+    return None
+
+
+def skip_or_fail(test: Any) -> None:
+    """Skip *test* if the tier cannot run, fail instead when CI needs it."""
+    reason = why_not()
+    if reason:
+        if os.environ.get('OS_BRICK_CAS_REQUIRE_CEPH') == '1':
+            test.fail('real-Ceph tier required but: %s' % reason)
+        test.skipTest(reason)
+
+
+def shared_cluster() -> ceph_cluster.CephCluster:
+    """One cluster for the whole test process, stopped by pid at exit."""
+    global _CLUSTER
+    if _CLUSTER is None:
+        cluster = ceph_cluster.CephCluster(pool=POOL)
+        cluster.setUp()     # cleans up after itself if it fails
+        atexit.register(cluster.cleanUp)
+        _CLUSTER = cluster
+    return _CLUSTER
+
+
+@contextlib.contextmanager
+def _ioctx(conf: str) -> Iterator[Any]:
+    import rados
+    with rados.Rados(conffile=conf) as client, \
+            client.open_ioctx(POOL) as ioctx:
+        yield ioctx
+
+
+def create_image(conf: str, image: str, size: int) -> None:
+    """A new RBD image of *size* bytes in the pool, made by librbd."""
+    import rbd
+    with _ioctx(conf) as ioctx:
+        rbd.RBD().create(ioctx, image, size)
+
+
+def remove_image(conf: str, image: str) -> None:
+    import rbd
+    with _ioctx(conf) as ioctx:
+        rbd.RBD().remove(ioctx, image)
+
+
+def digest(conf: str, image: str, offset: int, length: int) -> str:
+    """sha256 of what librbd reads from the cluster (read-only open)."""
+    import rbd
+    with _ioctx(conf) as ioctx, \
+            rbd.Image(ioctx, image, read_only=True) as img:
+        return hashlib.sha256(img.read(offset, length)).hexdigest()
