@@ -23,6 +23,15 @@ the instance holds now: class 0, and one drain class per drained core that
 still exists. The table persists in cache metadata, so after a reboot the
 drained state is read back from it, and classes of cores that no longer
 exist are dropped at the next change.
+
+A drain class names a core *id*, and casadm hands a freed id to the next
+core it adds. So a class must never outlive its core: detach drops it, and
+because a core can also go without us (removed while inactive after a
+reboot, or by an operator), adding a core drops any class its new id
+finds (:meth:`DrainManager.forget_inherited`). A just-added core is never
+drained, so that rule cannot undrain a core that should stay drained; a
+core re-activated after a reboot (try-add, same id and device) keeps its
+class.
 """
 
 import re
@@ -31,6 +40,7 @@ from typing import Optional
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import releases
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import locks
@@ -41,6 +51,13 @@ UNCLASSIFIED = casadm_mod.IoClass(0, 'unclassified', 255, 1.0)
 _DRAIN_RULE = re.compile(r'core_id:eq:(?P<core>\d+)&done')
 #: class ids 1..32 are ours to hand out (0 is unclassified)
 _IDS = range(1, 33)
+#: before v24.9 a write of a disabled class invalidates only the written
+#: sectors (overlapping dirty lines stay) and per-core flush is not -F -j
+DRAIN_SINCE = (24, 9)
+_MODULE = 'CAS Cache Kernel Module'
+_CLI = 'CAS CLI Utility'
+#: instance states in which a per-core flush runs ('Incomplete' refuses it)
+_RUNNING = ('Running', 'Flushing')
 
 
 def drain_rule(core_id: int) -> str:
@@ -68,6 +85,75 @@ def compose(drained: set[int]) -> list[casadm_mod.IoClass]:
         table.append(casadm_mod.IoClass(class_id, drain_rule(core_id), 0,
                                         0.0))
     return table
+
+
+def release_reason(casadm: casadm_mod.Casadm) -> Optional[str]:
+    """Why this host's Open CAS release cannot drain, or None."""
+    try:
+        versions = casadm.version()
+    except exception.CasError as exc:
+        return ('cannot ask casadm for the Open CAS release (%s); draining '
+                'needs v24.9 or newer.' % exc)
+    release = versions.get(_MODULE, '')
+    line = releases.major_minor(release)
+    if line is None:
+        release = versions.get(_CLI, '')
+        line = releases.major_minor(release)
+    if line is None:
+        return ('cannot tell the Open CAS release (casadm -V shows %r); '
+                'draining needs v24.9 or newer, so it is not attempted.'
+                % (versions.get(_MODULE) or versions.get(_CLI) or ''))
+    if line < DRAIN_SINCE:
+        return ('Open CAS %s is older than v24.9: a disabled IO class there '
+                'leaves overlapping dirty lines and per-core flush has no '
+                '"-F -j", so a write-back core cannot be drained; upgrade '
+                'Open CAS to v24.9 or newer.' % release)
+    return None
+
+
+def state_reason(cache: casadm_mod.CacheInstance) -> Optional[str]:
+    """Why instance *cache* cannot flush a core now, or None."""
+    if cache.status.startswith(_RUNNING):
+        return None
+    return ('cache instance %d is %s, and casadm refuses a per-core flush '
+            'until it is Running; attach (or detach) its inactive volumes '
+            'first (see "os-brick-cas status").'
+            % (cache.cache_id, cache.status))
+
+
+def budget_reason(cache: casadm_mod.CacheInstance,
+                  table: list[casadm_mod.IoClass]) -> Optional[str]:
+    """Why no further core of *cache* can get a drain class, or None.
+
+    Classes of cores that are gone do not count (the next change drops
+    them); when every core is drained already, a full table is fine.
+    """
+    existing = {core.core_id for core in cache.cores}
+    live = drained_cores(table) & existing
+    if len(live) < len(_IDS) or existing <= live:
+        return None
+    return ('cache instance %d already drains %d cores, all its IO classes '
+            '(ids 1-32); undrain a volume ("os-brick-cas undrain") first.'
+            % (cache.cache_id, len(live)))
+
+
+def unsupported_reason(casadm: casadm_mod.Casadm,
+                       cache: casadm_mod.CacheInstance) -> Optional[str]:
+    """None if this host can drain a core of *cache*, else why not.
+
+    The reason is one sentence an operator acts on: the Open CAS release
+    (kernel module, else casadm; v24.9 or newer), the instance's state
+    (Running) and its IO-class budget.
+    """
+    reason = release_reason(casadm) or state_reason(cache)
+    if reason:
+        return reason
+    try:
+        table = casadm.list_io_classes(cache.cache_id)
+    except exception.CasError as exc:
+        return ('cannot read the IO-class table of cache instance %d (%s).'
+                % (cache.cache_id, exc))
+    return budget_reason(cache, table)
 
 
 class DrainManager(object):
@@ -130,6 +216,25 @@ class DrainManager(object):
         if core_id in drained:
             self.casadm.load_io_classes(cache_id,
                                         compose(drained - {core_id}))
+
+    def forget_inherited(self, cache_id: int, core_id: int) -> None:
+        """After core *core_id* was just added: drop a class it inherited.
+
+        A new core is never drained; a class naming its id belonged to an
+        earlier core removed without :meth:`drop_class_of_removed_core`
+        (see the module docstring). Takes the instance lock.
+        """
+        with locks.cache_lock(cache_id):
+            current = self.casadm.list_io_classes(cache_id)
+            drained = drained_cores(current)
+            if core_id in drained:
+                LOG.warning('Core %(core)s of instance %(cache)s was just '
+                            'added and found a drain class of an earlier '
+                            'core with its id; dropping it so the new '
+                            'volume caches its writes.',
+                            {'core': core_id, 'cache': cache_id})
+                self.casadm.load_io_classes(cache_id,
+                                            compose(drained - {core_id}))
 
     def is_drained(self, cache_id: int, core_id: int) -> bool:
         return core_id in drained_cores(

@@ -16,9 +16,13 @@ The stand-in casadm stores and lists IO-class tables as casadm does; the
 data-true behaviour (writes bypassing the cache) is on the real-Ceph tier.
 """
 
+import contextlib
+import io
+import json
 import subprocess
 
 from os_brick_cas import casadm
+from os_brick_cas.cmd import main as cli
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas.metrics import eventlog
@@ -26,7 +30,7 @@ from os_brick_cas import report
 from tests.functional import base
 
 
-class DrainTestCase(base.FunctionalTestCase):
+class DrainBase(base.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
@@ -51,6 +55,32 @@ class DrainTestCase(base.FunctionalTestCase):
             ['casadm', '--io-class', '--list', '--cache-id', str(cache_id),
              '--output-format', 'csv'], capture_output=True, text=True,
             check=True).stdout
+
+    def loads(self) -> int:
+        """IO-class tables loaded so far (``--io-class --load-config``)."""
+        return len([c for c in self.host.calls(verb='io-class')
+                    if '--load-config' in c['argv'] or
+                    c['argv'][1:3] == ['-C', '-C']])
+
+    def core_with_id(self, cache_id: int, core_id: int) -> casadm.Core:
+        [core] = [c for c in self.cores()
+                  if (c.cache_id, c.core_id) == (cache_id, core_id)]
+        return core
+
+    def cli(self, *argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(list(argv))
+        return code, out.getvalue(), err.getvalue()
+
+    def status_drained(self) -> dict[tuple[int, int], bool]:
+        code, out, err = self.cli('status', '--format', 'json')
+        self.assertEqual(0, code, err)
+        return {(c['cache_id'], c['core_id']): c['drained']
+                for cache in json.loads(out) for c in cache['cores']}
+
+
+class DrainTestCase(DrainBase):
 
     def test_drain_flushes_and_pins_the_core_then_undrain_unpins(self):
         props, info, core = self.attach_dirty('volume-drain')
@@ -109,3 +139,86 @@ class DrainTestCase(base.FunctionalTestCase):
     def test_compose_refuses_beyond_32_drained_cores(self):
         self.assertEqual(33, len(drain.compose(set(range(1, 33)))))
         self.assertRaises(ValueError, drain.compose, set(range(1, 34)))
+
+    def test_drain_and_undrain_twice_load_the_table_once_each(self):
+        props, info, core = self.attach_dirty('volume-idem')
+        self.manager.drain(self.cache_of(core), core, 10)
+        table, loads = self.io_class_csv(core.cache_id), self.loads()
+        self.manager.drain(self.cache_of(core), core, 10)
+        self.assertEqual((table, loads),
+                         (self.io_class_csv(core.cache_id), self.loads()))
+        self.manager.undrain(self.cache_of(core), core, core.core_id)
+        table, loads = self.io_class_csv(core.cache_id), self.loads()
+        self.assertNotIn('core_id:eq:', table)
+        self.manager.undrain(self.cache_of(core), core, core.core_id)
+        self.assertEqual((table, loads),
+                         (self.io_class_csv(core.cache_id), self.loads()))
+        self.connector.disconnect_volume(props, info)
+        self.assert_clean_host()
+
+
+class CrashTestCase(DrainBase):
+    """A host that dies mid-drain comes back in a state the manager knows."""
+
+    def test_reboot_after_failed_flush_keeps_the_core_drained(self):
+        props, info, core = self.attach_dirty('volume-crash')
+        self.host.inject_fault('flush-core', exit_code=1,
+                               stderr='Error while writing to core device\n')
+        self.assertRaises(exception.FlushFailed, self.manager.drain,
+                          self.cache_of(core), core, 10)
+        self.host.reboot()
+        info = self.connector.connect_volume(props)
+        again = self.core_with_id(core.cache_id, core.core_id)
+        self.assertTrue(again.active)
+        self.assertEqual(40, self.dirty(again))
+        # the table came back with the cache metadata
+        self.assertTrue(self.manager.is_drained(core.cache_id, core.core_id))
+        self.assertEqual({(core.cache_id, core.core_id): True},
+                         self.status_drained())
+        self.manager.undrain(self.cache_of(again), again, again.core_id)
+        self.assertEqual({(core.cache_id, core.core_id): False},
+                         self.status_drained())
+        self.manager.drain(self.cache_of(again), again, 10)
+        self.assertEqual(0, self.dirty(again))
+        # detach of a drained core flushes, removes it and drops its class
+        self.connector.disconnect_volume(props, info)
+        self.assertNotIn('core_id:eq:', self.io_class_csv(core.cache_id))
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()
+
+    def test_core_removed_while_down_passes_no_class_to_a_new_core(self):
+        props, info, core = self.attach_dirty('volume-gone')
+        self.manager.drain(self.cache_of(core), core, 10)
+        self.host.reboot()
+        # detach after the reboot: the clean inactive core is removed as it
+        # is (--remove-inactive), its class stays in the saved table
+        self.connector.disconnect_volume(props, None)
+        self.assertEqual([], self.cores())
+        self.assertTrue(self.host.calls(verb='remove-inactive'))
+        new_props, new_info, new = self.attach_dirty('volume-new', dirty=0)
+        self.assertEqual((core.cache_id, core.core_id),
+                         (new.cache_id, new.core_id))
+        self.assertFalse(self.manager.is_drained(new.cache_id, new.core_id))
+        self.assertEqual({(new.cache_id, new.core_id): False},
+                         self.status_drained())
+        self.connector.disconnect_volume(new_props, new_info)
+        self.assert_clean_host()
+
+    def test_next_change_drops_the_class_of_a_core_gone_while_down(self):
+        props_a, _, core_a = self.attach_dirty('volume-down-a')
+        props_b, _, core_b = self.attach_dirty('volume-down-b')
+        self.manager.drain(self.cache_of(core_a), core_a, 10)
+        self.host.reboot()
+        # an operator removes a's inactive (clean) core by hand
+        self._tool('casadm', '--remove-inactive', '--cache-id',
+                   str(core_a.cache_id), '--core-id', str(core_a.core_id))
+        info_b = self.connector.connect_volume(props_b)
+        b = self.core_with_id(core_b.cache_id, core_b.core_id)
+        self.manager.drain(self.cache_of(b), b, 10)
+        table = self.io_class_csv(b.cache_id)
+        self.assertEqual(1, table.count('core_id:eq:'), table)
+        self.assertIn('core_id:eq:%d&done' % b.core_id, table)
+        self.manager.undrain(self.cache_of(b), b, b.core_id)
+        self.connector.disconnect_volume(props_b, info_b)
+        self.connector.disconnect_volume(props_a, None)
+        self.assert_clean_host()
