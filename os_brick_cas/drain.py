@@ -188,7 +188,12 @@ class DrainManager(object):
         Afterwards Ceph holds every acknowledged write of the core and new
         writes go straight to it. A failed flush leaves the core drained
         (no new dirty data) with its remaining dirty data in the cache.
+        Raises DrainUnsupported, before changing anything, when the Open
+        CAS release or the instance's state cannot drain.
         """
+        reason = release_reason(self.casadm) or state_reason(cache)
+        if reason:
+            raise exception.DrainUnsupported(reason=reason)
         with locks.cache_lock(cache.cache_id), events.timed('drain'):
             if self._apply(cache, core.core_id, True):
                 LOG.info('Core %(core)s of instance %(cache)s drained: its '
