@@ -105,9 +105,9 @@ def release_reason(casadm: casadm_mod.Casadm) -> Optional[str]:
                 % (versions.get(_MODULE) or versions.get(_CLI) or ''))
     if line < DRAIN_SINCE:
         return ('Open CAS %s is older than v24.9: a disabled IO class there '
-                'leaves overlapping dirty lines and per-core flush has no '
-                '"-F -j", so a write-back core cannot be drained; upgrade '
-                'Open CAS to v24.9 or newer.' % release)
+                'leaves overlapping dirty lines and "casadm -F -j" (flush '
+                'one core) does not exist, so a write-back core cannot be '
+                'drained; upgrade Open CAS to v24.9 or newer.' % release)
     return None
 
 
