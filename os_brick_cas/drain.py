@@ -156,8 +156,24 @@ def unsupported_reason(casadm: casadm_mod.Casadm,
     return budget_reason(cache, table)
 
 
+def table_lock(cache_id: int):
+    """Serialise read-modify-write of one instance's IO-class table.
+
+    Held only around ``-C -L`` + ``-C -C``, never across a flush, so an
+    attach (which must drop an inherited class) never waits behind another
+    volume's flush the way it would on the instance lock. Order: instance
+    lock (if any) first, then this one.
+    """
+    return locks._lock('ioclass-%d' % cache_id,
+                       'the IO-class table of cache instance %d' % cache_id)
+
+
 class DrainManager(object):
-    """Drain and undrain cores of an instance, under its lock."""
+    """Drain and undrain cores of an instance.
+
+    Table changes hold :func:`table_lock`; drain also holds the instance
+    lock (taken first) around its flush, as every flush does.
+    """
 
     def __init__(self, casadm: casadm_mod.Casadm):
         self.casadm = casadm
@@ -165,6 +181,11 @@ class DrainManager(object):
     def _apply(self, cache: casadm_mod.CacheInstance, core_id: int,
                drained: bool) -> bool:
         """Load the table with *core_id* drained or not; True if changed."""
+        with table_lock(cache.cache_id):
+            return self._apply_locked(cache, core_id, drained)
+
+    def _apply_locked(self, cache: casadm_mod.CacheInstance, core_id: int,
+                      drained: bool) -> bool:
         current = self.casadm.list_io_classes(cache.cache_id)
         existing = {core.core_id for core in cache.cores}
         wanted = drained_cores(current) & existing
@@ -203,43 +224,46 @@ class DrainManager(object):
 
     def undrain(self, cache: casadm_mod.CacheInstance,
                 core: Optional[casadm_mod.Core], core_id: int) -> None:
-        """Let core *core_id* cache writes again (idempotent)."""
-        with locks.cache_lock(cache.cache_id):
-            if self._apply(cache, core_id, False):
-                LOG.info('Core %(core)s of instance %(cache)s undrained',
-                         {'core': core_id, 'cache': cache.cache_id})
+        """Let core *core_id* cache writes again (idempotent).
+
+        Only the table lock: an undrain (a migration's rollback) does not
+        wait for a flush running on the instance.
+        """
+        if self._apply(cache, core_id, False):
+            LOG.info('Core %(core)s of instance %(cache)s undrained',
+                     {'core': core_id, 'cache': cache.cache_id})
 
     def drop_class_of_removed_core(self, cache_id: int, core_id: int
                                    ) -> None:
         """After core *core_id* was removed: drop its drain class.
 
-        Otherwise the next core given that id would inherit it. The caller
-        holds the instance lock (detach does).
+        Otherwise the next core given that id would inherit it.
         """
-        current = self.casadm.list_io_classes(cache_id)
-        drained = drained_cores(current)
-        if core_id in drained:
+        self._drop(cache_id, core_id)
+
+    def _drop(self, cache_id: int, core_id: int) -> bool:
+        """Drop core *core_id*'s drain class if any; True if there was one."""
+        with table_lock(cache_id):
+            current = self.casadm.list_io_classes(cache_id)
+            drained = drained_cores(current)
+            if core_id not in drained:
+                return False
             self.casadm.load_io_classes(cache_id,
                                         compose(drained - {core_id}))
+            return True
 
     def forget_inherited(self, cache_id: int, core_id: int) -> None:
         """After core *core_id* was just added: drop a class it inherited.
 
         A new core is never drained; a class naming its id belonged to an
         earlier core removed without :meth:`drop_class_of_removed_core`
-        (see the module docstring). Takes the instance lock.
+        (see the module docstring). Takes only :func:`table_lock`.
         """
-        with locks.cache_lock(cache_id):
-            current = self.casadm.list_io_classes(cache_id)
-            drained = drained_cores(current)
-            if core_id in drained:
-                LOG.warning('Core %(core)s of instance %(cache)s was just '
-                            'added and found a drain class of an earlier '
-                            'core with its id; dropping it so the new '
-                            'volume caches its writes.',
-                            {'core': core_id, 'cache': cache_id})
-                self.casadm.load_io_classes(cache_id,
-                                            compose(drained - {core_id}))
+        if self._drop(cache_id, core_id):
+            LOG.warning('Core %(core)s of instance %(cache)s was just added '
+                        'and found the drain class of an earlier core with '
+                        'its id; dropped it so the new volume caches its '
+                        'writes.', {'core': core_id, 'cache': cache_id})
 
     def is_drained(self, cache_id: int, core_id: int) -> bool:
         return core_id in drained_cores(
