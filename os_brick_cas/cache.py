@@ -207,11 +207,30 @@ class VolumeCache(object):
                     priv_devices.forget_core(cache_id, core.core_id,
                                              core_device)
                 raise
+        if mode.holds_dirty_data:
+            self._forget_inherited_class(core)
         LOG.info('Volume %(vol)s cached in instance %(cache)s (%(mode)s) as '
                  '%(path)s', {'vol': volume, 'cache': cache_id,
                               'mode': mode.value, 'path': core.exported})
         return CachedDevice(cache_id, core.core_id, mode, core.exported,
                             core_device)
+
+    def _forget_inherited_class(self, core: casadm_mod.Core) -> None:
+        """A new core must not inherit the drain class of its id.
+
+        Failing to check only keeps the new core's writes synchronous to
+        Ceph (no data at risk), so it is logged, not raised.
+        """
+        try:
+            drain_mod.DrainManager(self.casadm).forget_inherited(
+                core.cache_id, core.core_id)
+        except exception.CasError as exc:
+            LOG.warning('Could not check the IO classes of instance '
+                        '%(cache)s for new core %(core)s (%(err)s); if '
+                        '"os-brick-cas status" shows it drained, run '
+                        '"os-brick-cas undrain" for it.',
+                        {'cache': core.cache_id, 'core': core.core_id,
+                         'err': exc})
 
     def _require_persistent_cache(self, cache_id: int,
                                   mode: modes.CacheMode, volume: str) -> None:

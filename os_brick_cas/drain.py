@@ -23,6 +23,15 @@ the instance holds now: class 0, and one drain class per drained core that
 still exists. The table persists in cache metadata, so after a reboot the
 drained state is read back from it, and classes of cores that no longer
 exist are dropped at the next change.
+
+A drain class names a core *id*, and casadm hands a freed id to the next
+core it adds. So a class must never outlive its core: detach drops it, and
+because a core can also go without us (removed while inactive after a
+reboot, or by an operator), adding a core drops any class its new id
+finds (:meth:`DrainManager.forget_inherited`). A just-added core is never
+drained, so that rule cannot undrain a core that should stay drained; a
+core re-activated after a reboot (try-add, same id and device) keeps its
+class.
 """
 
 import re
@@ -42,6 +51,13 @@ UNCLASSIFIED = casadm_mod.IoClass(0, 'unclassified', 255, 1.0)
 _DRAIN_RULE = re.compile(r'core_id:eq:(?P<core>\d+)&done')
 #: class ids 1..32 are ours to hand out (0 is unclassified)
 _IDS = range(1, 33)
+#: before v24.9 a write of a disabled class invalidates only the written
+#: sectors (overlapping dirty lines stay) and per-core flush is not -F -j
+DRAIN_SINCE = (24, 9)
+_MODULE = 'CAS Cache Kernel Module'
+_CLI = 'CAS CLI Utility'
+#: instance states in which a per-core flush runs ('Incomplete' refuses it)
+_RUNNING = ('Running', 'Flushing')
 
 
 def drain_rule(core_id: int) -> str:
@@ -71,22 +87,93 @@ def compose(drained: set[int]) -> list[casadm_mod.IoClass]:
     return table
 
 
-def unsupported_reason(casadm: casadm_mod.Casadm,
-                       cache: casadm_mod.CacheInstance) -> Optional[str]:
-    """None if this host can drain a core of *cache*, else why not."""
-    versions = casadm.version()
-    release = (versions.get('CAS Cache Kernel Module') or
-               versions.get('CAS CLI Utility') or '')
+def release_reason(casadm: casadm_mod.Casadm) -> Optional[str]:
+    """Why this host's Open CAS release cannot drain, or None."""
+    try:
+        versions = casadm.version()
+    except exception.CasError as exc:
+        return ('cannot ask casadm for the Open CAS release (%s); draining '
+                'needs v24.9 or newer.' % exc)
+    release = versions.get(_MODULE, '')
     line = releases.major_minor(release)
-    if line is None or line < (24, 9):
-        return ('Open CAS %s is older than v24.9 or unknown: a disabled IO '
-                'class there leaves overlapping dirty lines; upgrade Open '
-                'CAS' % (release or '(unknown release)'))
+    if line is None:
+        release = versions.get(_CLI, '')
+        line = releases.major_minor(release)
+    if line is None:
+        return ('cannot tell the Open CAS release (casadm -V shows %r); '
+                'draining needs v24.9 or newer, so it is not attempted.'
+                % (versions.get(_MODULE) or versions.get(_CLI) or ''))
+    if line < DRAIN_SINCE:
+        return ('Open CAS %s is older than v24.9: a disabled IO class there '
+                'leaves overlapping dirty lines and "casadm -F -j" (flush '
+                'one core) does not exist, so a write-back core cannot be '
+                'drained; upgrade Open CAS to v24.9 or newer.' % release)
     return None
 
 
+def state_reason(cache: casadm_mod.CacheInstance) -> Optional[str]:
+    """Why instance *cache* cannot flush a core now, or None."""
+    if cache.status.startswith(_RUNNING):
+        return None
+    return ('cache instance %d is %s, and casadm refuses a per-core flush '
+            'until it is Running; attach (or detach) its inactive volumes '
+            'first (see "os-brick-cas status").'
+            % (cache.cache_id, cache.status))
+
+
+def budget_reason(cache: casadm_mod.CacheInstance,
+                  table: list[casadm_mod.IoClass]) -> Optional[str]:
+    """Why no further core of *cache* can get a drain class, or None.
+
+    Classes of cores that are gone do not count (the next change drops
+    them); when every core is drained already, a full table is fine.
+    """
+    existing = {core.core_id for core in cache.cores}
+    live = drained_cores(table) & existing
+    if len(live) < len(_IDS) or existing <= live:
+        return None
+    return ('cache instance %d already drains %d cores, all its IO classes '
+            '(ids 1-32); undrain a volume ("os-brick-cas undrain") first.'
+            % (cache.cache_id, len(live)))
+
+
+def unsupported_reason(casadm: casadm_mod.Casadm,
+                       cache: casadm_mod.CacheInstance) -> Optional[str]:
+    """None if this host can drain a core of *cache*, else why not.
+
+    The reason is one sentence an operator acts on: the Open CAS release
+    (kernel module, else casadm; v24.9 or newer), the instance's state
+    (Running) and its IO-class budget.
+    """
+    reason = release_reason(casadm) or state_reason(cache)
+    if reason:
+        return reason
+    try:
+        table = casadm.list_io_classes(cache.cache_id)
+    except exception.CasError as exc:
+        return ('cannot read the IO-class table of cache instance %d (%s).'
+                % (cache.cache_id, exc))
+    return budget_reason(cache, table)
+
+
+def table_lock(cache_id: int):
+    """Serialise read-modify-write of one instance's IO-class table.
+
+    Held only around ``-C -L`` + ``-C -C``, never across a flush, so an
+    attach (which must drop an inherited class) never waits behind another
+    volume's flush the way it would on the instance lock. Order: instance
+    lock (if any) first, then this one.
+    """
+    return locks._lock('ioclass-%d' % cache_id,
+                       'the IO-class table of cache instance %d' % cache_id)
+
+
 class DrainManager(object):
-    """Drain and undrain cores of an instance, under its lock."""
+    """Drain and undrain cores of an instance.
+
+    Table changes hold :func:`table_lock`; drain also holds the instance
+    lock (taken first) around its flush, as every flush does.
+    """
 
     def __init__(self, casadm: casadm_mod.Casadm):
         self.casadm = casadm
@@ -94,6 +181,11 @@ class DrainManager(object):
     def _apply(self, cache: casadm_mod.CacheInstance, core_id: int,
                drained: bool) -> bool:
         """Load the table with *core_id* drained or not; True if changed."""
+        with table_lock(cache.cache_id):
+            return self._apply_locked(cache, core_id, drained)
+
+    def _apply_locked(self, cache: casadm_mod.CacheInstance, core_id: int,
+                      drained: bool) -> bool:
         current = self.casadm.list_io_classes(cache.cache_id)
         existing = {core.core_id for core in cache.cores}
         wanted = drained_cores(current) & existing
@@ -117,7 +209,12 @@ class DrainManager(object):
         Afterwards Ceph holds every acknowledged write of the core and new
         writes go straight to it. A failed flush leaves the core drained
         (no new dirty data) with its remaining dirty data in the cache.
+        Raises DrainUnsupported, before changing anything, when the Open
+        CAS release or the instance's state cannot drain.
         """
+        reason = release_reason(self.casadm) or state_reason(cache)
+        if reason:
+            raise exception.DrainUnsupported(reason=reason)
         with locks.cache_lock(cache.cache_id), events.timed('drain'):
             if self._apply(cache, core.core_id, True):
                 LOG.info('Core %(core)s of instance %(cache)s drained: its '
@@ -127,24 +224,46 @@ class DrainManager(object):
 
     def undrain(self, cache: casadm_mod.CacheInstance,
                 core: Optional[casadm_mod.Core], core_id: int) -> None:
-        """Let core *core_id* cache writes again (idempotent)."""
-        with locks.cache_lock(cache.cache_id):
-            if self._apply(cache, core_id, False):
-                LOG.info('Core %(core)s of instance %(cache)s undrained',
-                         {'core': core_id, 'cache': cache.cache_id})
+        """Let core *core_id* cache writes again (idempotent).
+
+        Only the table lock: an undrain (a migration's rollback) does not
+        wait for a flush running on the instance.
+        """
+        if self._apply(cache, core_id, False):
+            LOG.info('Core %(core)s of instance %(cache)s undrained',
+                     {'core': core_id, 'cache': cache.cache_id})
 
     def drop_class_of_removed_core(self, cache_id: int, core_id: int
                                    ) -> None:
         """After core *core_id* was removed: drop its drain class.
 
-        Otherwise the next core given that id would inherit it. The caller
-        holds the instance lock (detach does).
+        Otherwise the next core given that id would inherit it.
         """
-        current = self.casadm.list_io_classes(cache_id)
-        drained = drained_cores(current)
-        if core_id in drained:
+        self._drop(cache_id, core_id)
+
+    def _drop(self, cache_id: int, core_id: int) -> bool:
+        """Drop core *core_id*'s drain class if any; True if there was one."""
+        with table_lock(cache_id):
+            current = self.casadm.list_io_classes(cache_id)
+            drained = drained_cores(current)
+            if core_id not in drained:
+                return False
             self.casadm.load_io_classes(cache_id,
                                         compose(drained - {core_id}))
+            return True
+
+    def forget_inherited(self, cache_id: int, core_id: int) -> None:
+        """After core *core_id* was just added: drop a class it inherited.
+
+        A new core is never drained; a class naming its id belonged to an
+        earlier core removed without :meth:`drop_class_of_removed_core`
+        (see the module docstring). Takes only :func:`table_lock`.
+        """
+        if self._drop(cache_id, core_id):
+            LOG.warning('Core %(core)s of instance %(cache)s was just added '
+                        'and found the drain class of an earlier core with '
+                        'its id; dropped it so the new volume caches its '
+                        'writes.', {'core': core_id, 'cache': cache_id})
 
     def is_drained(self, cache_id: int, core_id: int) -> bool:
         return core_id in drained_cores(

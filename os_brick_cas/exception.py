@@ -168,6 +168,12 @@ class IoClassBudgetSpent(CasError):
                "another volume of this instance first.")
 
 
+class DrainUnsupported(CasError):
+    """This host cannot drain (Open CAS release or instance state)."""
+
+    message = "Cannot drain on this host: %(reason)s"
+
+
 class InactiveCoreDeviceMissing(DirtyDataPresent):
     """An inactive core holds dirty data and its RBD device is not mapped.
 

@@ -31,6 +31,7 @@ from oslo_config import cfg
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import releases
+from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import opencas_conf
@@ -120,6 +121,7 @@ def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF
     yield from _check_stopped_caches(caches, group.opencas_conf)
     yield from _check_persistence(policy, caches, group.opencas_conf)
     yield from _check_cores(casadm, policy, caches)
+    yield from _check_drain(casadm, policy, caches)
     if group.fallback_policy != opts.FALLBACK_FAIL:
         yield Finding(OK, 'fallback_policy=%s: volumes whose mode is not '
                           'served here attach %s' % (
@@ -225,6 +227,27 @@ def _check_cores(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
                                     'does not name: an orphan from an older '
                                     'configuration; detach and re-attach '
                                     'it.' % (volume_id, cache.cache_id))
+
+
+def _check_drain(casadm: casadm_mod.Casadm, policy: policy_mod.CachePolicy,
+                 caches: list[casadm_mod.CacheInstance]
+                 ) -> Iterator[Finding]:
+    """Per offered wb/wo instance: can its cores be drained here?"""
+    running = {cache.cache_id: cache for cache in caches}
+    for mode, cache_id in sorted(policy.instances.items(),
+                                 key=lambda item: item[1]):
+        if not mode.holds_dirty_data:
+            continue
+        cache = running.get(cache_id)
+        reason = (drain.unsupported_reason(casadm, cache) if cache else
+                  'cache instance %d is not running.' % cache_id)
+        if reason is None:
+            yield Finding(OK, 'instance %d can drain (live migration of '
+                              'write-back volumes allowed)' % cache_id)
+        else:
+            yield Finding(WARN, 'instance %d (%s) cannot drain, so its '
+                                'volumes cannot live-migrate: %s' % (
+                                    cache_id, mode.value, reason))
 
 
 def owner_client() -> tuple[Any, Optional[str]]:
