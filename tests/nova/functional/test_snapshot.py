@@ -216,3 +216,20 @@ class VolumeBackedSnapshotTestCase(base.CachedVolumeTestBase):
         self.assertEqual(['fsFreeze', 'fsThaw', 'fsThaw'], self.guest_calls)
         self.assert_write_back_kept(core, 64)
         self._wait_for_state_change(server, 'ACTIVE')
+
+    def test_host_that_cannot_drain_does_not_quiesce_and_is_refused(self):
+        server, core = self.boot_with_dirty_root(guest_agent=True)
+        # v22.6: a disabled IO class leaves overlapping dirty lines
+        self.host.set_version('22.06.0.0705.release')
+        exc = self.assertRaises(client.OpenStackApiException,
+                                self.snapshot, server)
+        self.assertEqual(400, exc.response.status_code)
+        self.assertIn('newest writes may not be in Ceph', str(exc))
+        self.assertIn('cannot be drained on this host',
+                      self.stdlog.logger.output)
+        # never frozen, nothing flushed, no snapshot or image
+        self.assertEqual([], self.guest_calls)
+        self.assertEqual([], self.host.calls(verb='flush-core'))
+        self.assertEqual({}, dict(self.cinder_fixture.volume_snapshots))
+        self.host.set_version(None)
+        self.assert_write_back_kept(core, 64)
