@@ -22,9 +22,10 @@ os_brick_cas_libvirt.py`` importing this class, so nova.conf says::
 Overridden: ``_get_volume_driver`` (connect, disconnect, get_config and
 extend all go through it), the live-migration checks and rollback (drain
 write-back volumes before, undrain after a failure), ``swap_volume``
-(drain the old volume) and ``update_provider_tree`` (CUSTOM_OPENCAS_<MODE>
-traits). Start-up fails with a clear message if the installed nova lacks
-any of them.
+(drain the old volume), ``quiesce``/``unquiesce`` (drain write-back
+volumes for the snapshot of a volume-backed server) and
+``update_provider_tree`` (CUSTOM_OPENCAS_<MODE> traits). Start-up fails
+with a clear message if the installed nova lacks any of them.
 """
 
 import inspect
@@ -66,7 +67,18 @@ OVERRIDDEN = {
     'check_can_live_migrate_destination': [
         'self', 'context', 'instance', 'src_compute_info',
         'dst_compute_info', 'block_migration', 'disk_over_commit'],
+    'quiesce': ['self', 'context', 'instance', 'image_meta'],
+    'unquiesce': ['self', 'context', 'instance', 'image_meta'],
 }
+
+
+class SnapshotDrainFailed(RuntimeError):
+    """A volume could not be drained under the snapshot's quiesce.
+
+    Not a NovaException on purpose: nova's snapshot_volume_backed goes on
+    unquiesced after one (and would snapshot other volumes first); any
+    other error makes it thaw the guest and fail the snapshot.
+    """
 
 
 class IncompatibleNova(RuntimeError):
@@ -269,6 +281,101 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                 mappings.append({'connection_info':
                                  jsonutils.loads(bdm.connection_info)})
         return {'block_device_mapping': mappings}
+
+    def quiesce(self, context, instance, image_meta):
+        """Freeze the guest, then drain its write-back volumes.
+
+        nova quiesces a running volume-backed server before it snapshots
+        its volumes; drained (flushed, and no write can get dirty), Ceph
+        holds everything the frozen guest wrote, and the fence marker
+        tells Cinder to allow the snapshot. If a drain fails or times
+        out, the guest is thawed, the volumes cache writes again with
+        their dirty data kept, and the snapshot fails before any volume
+        is snapshotted.
+        """
+        volumes = self._snapshot_volumes(context, instance)
+        self._refuse_undrainable(instance, volumes)
+        super().quiesce(context, instance, image_meta)
+        self._drain_for_snapshot(context, instance, image_meta, volumes)
+
+    def _snapshot_volumes(self, context, instance
+                          ) -> list[tuple[cas_volume.RBDVolume, dict]]:
+        """The server's cached wb/wo volumes (none if caching is off)."""
+        if not CONF[opts.GROUP].enabled:
+            return []
+        return self._dirty_capable_cached(
+            self._source_block_device_info(context, instance))
+
+    def _drain_for_snapshot(self, context, instance, image_meta,
+                            volumes) -> None:
+        """Drain *volumes* of the frozen guest, or thaw it and raise."""
+        drained: list[dict] = []
+        for volume, info in volumes:
+            LOG.info('Draining volume %s for the snapshot of its server',
+                     volume.volume_id, instance=instance)
+            drained.append(info)        # a half-done drain is undone too
+            try:
+                self._cached_rbd_volume_driver().drain(
+                    info, timeout=CONF[opts.GROUP].snapshot_drain_timeout)
+            except Exception as exc:
+                LOG.error('Draining volume %(vol)s for a snapshot failed '
+                          '(%(err)s): the guest is thawed, the snapshot '
+                          'fails', {'vol': volume.volume_id, 'err': exc},
+                          instance=instance)
+                try:
+                    self._thaw_then_undrain(context, instance, image_meta,
+                                            drained)
+                except Exception:
+                    # nova unquiesces again after SnapshotDrainFailed
+                    LOG.exception('Thawing the guest failed',
+                                  instance=instance)
+                raise SnapshotDrainFailed(
+                    'volume %s (Open CAS mode %s) could not be drained for '
+                    'the snapshot: %s. Nothing was lost: its data stays in '
+                    'the cache and it caches writes as before. Retry the '
+                    'snapshot later, or drain the volume ahead with '
+                    '"os-brick-cas drain --volume %s" on host %s.' % (
+                        volume.volume_id, volume.mode.value, exc,
+                        volume.volume_id, CONF.host)) from exc
+
+    def _refuse_undrainable(self, instance, volumes) -> None:
+        """Quiescing is "not supported" if a volume cannot be drained.
+
+        nova then snapshots unquiesced and Cinder refuses the write-back
+        volume with 400, as for a guest without a qemu guest agent.
+        """
+        for volume, info in volumes:
+            blocker = self._cached_rbd_volume_driver().drain_blocker(info)
+            if blocker:
+                LOG.warning('Not quiescing for a snapshot: volume %(vol)s '
+                            'cannot be drained on this host (%(why)s)',
+                            {'vol': volume.volume_id, 'why': blocker},
+                            instance=instance)
+                raise exception.InstanceQuiesceNotSupported(
+                    instance_id=instance.uuid)
+
+    def unquiesce(self, context, instance, image_meta):
+        """Thaw the guest, then let its drained volumes cache writes again.
+
+        nova calls this once the volume snapshots completed.
+        """
+        infos = [info for _volume, info in
+                 self._snapshot_volumes(context, instance)]
+        self._thaw_then_undrain(context, instance, image_meta, infos)
+
+    def _thaw_then_undrain(self, context, instance, image_meta,
+                           infos: list[dict]) -> None:
+        # Thaw first: a frozen guest is what users notice, while a
+        # drained volume is only slower (its writes go straight to Ceph,
+        # so no order loses data), and a failed undrain - it calls Cinder
+        # and casadm - must never leave the guest frozen. The snapshots
+        # completed before nova unquiesces, so writes after the thaw are
+        # not in them either way.
+        try:
+            super().unquiesce(context, instance, image_meta)
+        finally:
+            # the marker names this host: never take another host's
+            self._undrain_all(infos, instance, retake=False)
 
     def swap_volume(self, context, old_connection_info, new_connection_info,
                     instance, mountpoint, resize_to):

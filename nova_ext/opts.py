@@ -70,6 +70,19 @@ nova_opts = [
              'is refused before it starts and the volumes cache writes '
              'again; drain them ahead with "os-brick-cas drain --volume '
              'ID" (nothing is lost either way).'),
+    cfg.IntOpt(
+        'snapshot_drain_timeout',
+        default=30,
+        min=1,
+        help='Seconds a host may spend draining the write-back/write-only '
+             'volumes of a volume-backed server for its snapshot. The '
+             'guest\'s filesystems are frozen (quiesced) meanwhile, and '
+             'nova\'s API waits for it: keep it well below '
+             'rpc_response_timeout and what the guest\'s applications '
+             'tolerate. If it does not finish, the guest is thawed, the '
+             'volumes cache writes again (nothing is lost) and the '
+             'snapshot fails; drain them ahead with "os-brick-cas drain '
+             '--volume ID" and retry.'),
 ]
 
 CONF = cfg.CONF

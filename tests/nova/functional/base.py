@@ -45,6 +45,7 @@ from nova_ext import cmd as nova_cmd
 from nova_ext import driver as nova_driver  # noqa: F401 ([os_brick_cas_nova])
 from nova_ext import hook as nova_hook
 from os_brick_cas import casadm
+from os_brick_cas import drain
 import os_brick_cas.privileged
 from os_brick_cas import rbd_names
 from os_brick_cas.simulator import fixture as sim_fixture
@@ -231,6 +232,17 @@ class CachedVolumeTestBase(base.ServersTestBase):
     def mappings(self, host: Optional[str] = None) -> list[dict]:
         return json.loads(self._tool(host, 'rbd', 'showmapped',
                                      '--format=json'))
+
+    def drained_on(self, compute: str) -> set[int]:
+        """Core ids the wb instance's IO-class table of *compute* drains."""
+        return drain.drained_cores(casadm.parse_io_classes(self._tool(
+            compute, 'casadm', '-C', '-L', '-i', '2', '-o', 'csv')))
+
+    def dirty(self, compute: str, core) -> int:
+        """Dirty blocks of *core* on *compute*'s simulated host."""
+        caches = self.hosts[compute].state()['caches']
+        return caches[str(core.cache_id)]['cores'][str(core.core_id)][
+            'dirty']
 
     # -- two simulated hosts in one process ----------------------------------
     def add_second_host(self) -> None:

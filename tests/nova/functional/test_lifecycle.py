@@ -31,9 +31,7 @@ from oslotest import output
 from cinder_ext import admin
 from nova import context as nova_context
 from nova import objects
-from os_brick_cas import casadm
 from os_brick_cas.cmd import main as cli
-from os_brick_cas import drain
 from tests.nova.functional import base
 
 WT_VOL = str(uuid.UUID(int=0xca5e11))
@@ -187,17 +185,6 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual([], self.mappings('compute2'))
 
     # -- write-back: drained at the source, handed over at the switchover
-
-    def drained_on(self, compute: str) -> set[int]:
-        """Core ids the wb instance's IO-class table of *compute* drains."""
-        return drain.drained_cores(casadm.parse_io_classes(self._tool(
-            compute, 'casadm', '-C', '-L', '-i', '2', '-o', 'csv')))
-
-    def dirty(self, compute: str, core) -> int:
-        """Dirty blocks of *core* on *compute*'s simulated host."""
-        caches = self.hosts[compute].state()['caches']
-        return caches[str(core.cache_id)]['cores'][str(core.core_id)][
-            'dirty']
 
     def migrate_to_compute2(self) -> None:
         """Ask for the migration (cast-as-call: a refusal raises)."""
