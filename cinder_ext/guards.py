@@ -75,8 +75,9 @@ def refuse_if_dirty_capable(volume: Any, operation: str,
         'cannot %(op)s volume %(vol)s while it is attached: its type '
         'caches it on the compute host in Open CAS mode %(mode)s, so '
         'the newest writes may not be in Ceph yet. Drain it first '
-        "('os-brick-cas drain --volume %(vol)s' on its compute host; nova "
-        'does this itself for the snapshot of a quiesced volume-backed '
+        "('os-brick-cas drain --volume %(vol)s' on its compute host, with "
+        'admin credentials so that Cinder records the drain; nova does '
+        'this itself for the snapshot of a quiesced volume-backed '
         'server), detach it (which flushes the cache), or use a '
         "write-through ('wt') volume type." % {
             'op': operation, 'vol': volume.id, 'mode': spec.mode}))

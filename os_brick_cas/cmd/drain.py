@@ -26,9 +26,11 @@ from typing import Any, Optional
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import args as args_mod
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import opts
+from os_brick_cas import ownership
 from os_brick_cas import report
 
 CONF = cfg.CONF
@@ -64,11 +66,53 @@ def add_parser(subparsers: Any) -> None:
     _selection(drain, 'active')
     drain.add_argument('--timeout', type=int, default=None,
                        help=DRAIN_TIMEOUT_HELP)
+    args_mod.add_host_argument(drain)
     drain.set_defaults(func=run_drain)
     undrain = subparsers.add_parser(
         'undrain', help='let a drained volume cache its writes again')
     _selection(undrain, 'drained')
+    args_mod.add_host_argument(undrain)
     undrain.set_defaults(func=run_undrain)
+
+
+def tell_cinder(core: casadm_mod.Core, host: str, drained: bool) -> None:
+    """Record the drain in the volume's fence marker, when we may.
+
+    Only for the attachment the marker names on this host, and only with
+    Cinder credentials (OS_CLOUD/OS_*): then Cinder allows snapshots and
+    backups of the drained volume. Without them the drain still holds
+    here; Cinder keeps refusing those.
+    """
+    from os_brick_cas.cmd import doctor
+    _image, volume_id = report.rbd_image_of(core.device)
+    client, problem = doctor.owner_client()
+    if problem:
+        raise exception.CasError(message='cannot ask Cinder (%s); nothing '
+                                         'changed' % problem)
+    if client is None or volume_id is None:
+        print('volume %s: Cinder not told (no credentials: set OS_CLOUD); '
+              'it keeps refusing snapshots of it' % label(core))
+        return
+    try:
+        owner = client.owner(volume_id)
+    except Exception as exc:
+        raise exception.CasError(message='cannot read the fence marker '
+                                         '(%s); nothing changed' % exc)
+    record = ownership.read(core.device)
+    if (owner is None or owner.host != host or not owner.epoch or
+            record is None or record.epoch != owner.epoch):
+        print('volume %s: Cinder not told: its fence marker does not name '
+              'this host (%s) and the attachment cached here' % (
+                  volume_id, host))
+        return
+    try:
+        client.set(volume_id, host, owner.epoch, drained=drained)
+    except Exception as exc:
+        raise exception.CasError(message='cannot update the fence marker '
+                                         '(%s)' % exc)
+    print('volume %s: Cinder records it as %s' % (
+        volume_id, 'drained (snapshots and backups allowed)' if drained
+        else 'cached by this host'), flush=True)
 
 
 def label(core: casadm_mod.Core) -> str:
@@ -100,7 +144,7 @@ def _finish(verb: str, failed: list[str], total: int) -> int:
 
 
 def _drain_one(manager: drain_mod.DrainManager, target: Target,
-               deadline: float) -> None:
+               deadline: float, host: str) -> None:
     """Drain one volume within what is left of the overall bound."""
     cache, core = target
     name = label(core)
@@ -121,6 +165,7 @@ def _drain_one(manager: drain_mod.DrainManager, target: Target,
     print('volume %s drained in %.1fs (%d dirty blocks flushed); its writes '
           'go straight to Ceph until "os-brick-cas undrain"'
           % (name, time.monotonic() - start, before), flush=True)
+    tell_cinder(core, host, drained=True)
 
 
 def run_drain(args: argparse.Namespace) -> int:
@@ -155,7 +200,7 @@ def run_drain(args: argparse.Namespace) -> int:
     failed = []
     for target in targets:
         try:
-            _drain_one(manager, target, deadline)
+            _drain_one(manager, target, deadline, args.host)
         except exception.CasError as exc:
             failed.append(label(target[1]))
             print('volume %s: NOT drained: %s' % (label(target[1]), exc),
@@ -187,6 +232,8 @@ def run_undrain(args: argparse.Namespace) -> int:
     for cache, core in targets:
         error: Optional[exception.CasError] = None
         try:
+            # the marker first: from the undrain on, the core can get dirty
+            tell_cinder(core, args.host, drained=False)
             manager.undrain(cache, core, core.core_id)
         except exception.CasError as exc:
             error = exc

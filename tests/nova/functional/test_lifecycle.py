@@ -19,6 +19,7 @@ nova's real compute manager drives both.
 import contextlib
 import io
 import os
+import re
 import subprocess
 import uuid
 
@@ -344,6 +345,42 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual([], self.host.calls(verb='flush-core'))
         self.host.set_version(None)
         self.assert_source_keeps_write_back(source_core, 64)
+
+
+class OperatorDrainTestCase(LifecycleTestBase):
+    """``os-brick-cas drain/undrain`` tell Cinder, marker first on undrain."""
+
+    def test_drain_is_recorded_and_undrain_restores_write_back(self):
+        server, core = self.server_with_dirty_wb(64)
+        epoch = self.cinder.epochs[WB_VOL]
+        code, text = self.cli('drain', '--volume', WB_VOL,
+                              '--host', 'compute1')
+        self.assertEqual(0, code, text)
+        self.assertIn('Cinder records it as drained', text)
+        self.assertEqual({WB_VOL: epoch}, self.cinder.drained)
+        self.assertEqual(0, self.dirty('compute1', core))
+        self.assertEqual({core.core_id}, self.drained_on('compute1'))
+
+        # Cinder unreachable: the undrain is refused, the core stays
+        # drained (else Cinder would allow snapshots of dirty data)
+        self.cinder.adapter.register_uri(
+            'GET', re.compile(base.CINDER + '/volumes/[^/]+$'),
+            status_code=503, json={})
+        code, text = self.cli('undrain', '--volume', WB_VOL,
+                              '--host', 'compute1')
+        self.assertEqual(1, code, text)
+        self.assertEqual({core.core_id}, self.drained_on('compute1'))
+        self.assertEqual({WB_VOL: epoch}, self.cinder.drained)
+
+        self.cinder.adapter.register_uri(
+            'GET', re.compile(base.CINDER + '/volumes/[^/]+$'),
+            json=self.cinder._show)
+        code, text = self.cli('undrain', '--volume', WB_VOL,
+                              '--host', 'compute1')
+        self.assertEqual(0, code, text)
+        self.assertEqual({}, self.cinder.drained)
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+        self.assertEqual(set(), self.drained_on('compute1'))
 
 
 class HostRebootTestCase(LifecycleTestBase):
