@@ -126,6 +126,9 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         #: volume id -> (instance uuid, connection_info) drained here for
         #: a live migration that has not ended yet
         self._migration_drains: dict[str, tuple[str, dict]] = {}
+        #: instance uuid -> volume ids that were drained (by an operator)
+        #: before nova drained them; they stay drained afterwards
+        self._drained_before: dict[str, set[str]] = {}
 
     def _cached_rbd_volume_driver(self):
         if self._cached_rbd_driver is None:
@@ -184,6 +187,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                     'Open CAS.' % (volume.volume_id, volume.mode.value,
                                    blocker)))
         timeout = CONF[opts.GROUP].live_migration_drain_timeout
+        self._note_drained_before(instance, volumes)
         drained = []
         for volume, info in volumes:
             try:
@@ -191,14 +195,17 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                          volume.volume_id, instance=instance)
                 volume_driver.drain(info, timeout=timeout)
                 drained.append(info)
-                self._migration_drains[volume.volume_id] = (instance.uuid,
-                                                            info)
+                if volume.volume_id not in self._drained_before[
+                        instance.uuid]:
+                    self._migration_drains[volume.volume_id] = (
+                        instance.uuid, info)
             except Exception as exc:
                 LOG.error('Draining volume %(vol)s failed (%(err)s): the '
                           'live migration is refused before it starts',
                           {'vol': volume.volume_id, 'err': exc},
                           instance=instance)
-                self._undrain_all(drained + [info], instance, retake=False)
+                self._undrain_all(self._drained_by_nova(
+                    instance, drained + [info]), instance, retake=False)
                 raise exception.MigrationPreCheckError(reason=(
                     'volume %s (Open CAS mode %s) could not be drained '
                     'before the live migration: %s. Nothing was lost: its '
@@ -207,6 +214,18 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                     '"os-brick-cas drain --volume %s" on this host.' % (
                         volume.volume_id, volume.mode.value, exc,
                         volume.volume_id)))
+
+    def _note_drained_before(self, instance, volumes) -> None:
+        volume_driver = self._cached_rbd_volume_driver()
+        self._drained_before[instance.uuid] = {
+            volume.volume_id for volume, info in volumes
+            if volume_driver.is_drained(info)}
+
+    def _drained_by_nova(self, instance, infos: list[dict]) -> list[dict]:
+        """*infos* without the volumes an operator had drained before."""
+        kept = self._drained_before.pop(instance.uuid, set())
+        return [info for info in infos
+                if info['data'].get('volume_id') not in kept]
 
     def _undrain_all(self, infos: list[dict], instance,
                      retake: bool) -> None:
@@ -236,10 +255,15 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             return
         block_device_info = self._source_block_device_info(context,
                                                            instance)
-        self._undrain_all(
-            [info for _volume, info in
-             self._dirty_capable_cached(block_device_info)],
-            instance, retake=True)
+        infos = [info for _volume, info in
+                 self._dirty_capable_cached(block_device_info)]
+        ours = self._drained_by_nova(instance, infos)
+        for info in infos:
+            if info not in ours:
+                # drained ahead by an operator: stays drained, but the
+                # marker names this host again
+                self._cached_rbd_volume_driver().reclaim_drained(info)
+        self._undrain_all(ours, instance, retake=True)
 
     def _release_stranded_drains(self) -> None:
         """Undrain volumes whose live migration ended without a rollback.
@@ -295,6 +319,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         """
         volumes = self._snapshot_volumes(context, instance)
         self._refuse_undrainable(instance, volumes)
+        self._note_drained_before(instance, volumes)
         super().quiesce(context, instance, image_meta)
         self._drain_for_snapshot(context, instance, image_meta, volumes)
 
@@ -323,8 +348,9 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                           'fails', {'vol': volume.volume_id, 'err': exc},
                           instance=instance)
                 try:
-                    self._thaw_then_undrain(context, instance, image_meta,
-                                            drained)
+                    self._thaw_then_undrain(
+                        context, instance, image_meta,
+                        self._drained_by_nova(instance, drained))
                 except Exception:
                     # nova unquiesces again after SnapshotDrainFailed
                     LOG.exception('Thawing the guest failed',
@@ -361,7 +387,8 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         """
         infos = [info for _volume, info in
                  self._snapshot_volumes(context, instance)]
-        self._thaw_then_undrain(context, instance, image_meta, infos)
+        self._thaw_then_undrain(context, instance, image_meta,
+                                self._drained_by_nova(instance, infos))
 
     def _thaw_then_undrain(self, context, instance, image_meta,
                            infos: list[dict]) -> None:

@@ -252,9 +252,28 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
                                drained=bool(epoch))
         return True
 
+    def is_drained(self, connection_info) -> bool:
+        """Whether the volume's core here is drained now."""
+        return self.connector.is_drained(connection_info['data'])
+
     def drain_blocker(self, connection_info) -> str | None:
         """Why this host cannot drain the volume; None if it can."""
         return self.connector.drain_blocker(connection_info['data'])
+
+    def reclaim_drained(self, connection_info) -> None:
+        """Name this host (still drained) in the marker again.
+
+        For a volume that stays drained here after a failed live
+        migration whose destination had taken the marker over.
+        """
+        if not CONF[opts.GROUP].use_fence_marker:
+            return
+        data = connection_info['data']
+        volume = cas_volume.from_connection_properties(data)
+        epoch = (self.connector.cached_epoch(data) or
+                 self._attachment_id(connection_info))
+        fence.client().set(volume.volume_id, CONF.host, epoch,
+                           drained=bool(epoch))
 
     def undrain(self, connection_info, retake: bool = False) -> bool:
         """Own the volume's data again, then let its core cache writes.

@@ -523,6 +523,13 @@ class CachedRBDConnector(rbd.RBDConnector):
         [cache] = [c for c in caches if c.cache_id == core.cache_id]
         return drain_mod.unsupported_reason(self.volume_cache.casadm, cache)
 
+    def is_drained(self, connection_properties: dict[str, Any]) -> bool:
+        """Whether this host's core of the volume is drained now."""
+        volume = volume_mod.from_connection_properties(connection_properties)
+        core = self._core_of(volume, self.volume_cache.list_caches())
+        return core is not None and drain_mod.DrainManager(
+            self.volume_cache.casadm).is_drained(core.cache_id, core.core_id)
+
     def cached_epoch(self, connection_properties: dict[str, Any]
                      ) -> Optional[str]:
         """The attachment whose data this host's core of the volume holds."""

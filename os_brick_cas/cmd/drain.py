@@ -99,14 +99,27 @@ def tell_cinder(core: casadm_mod.Core, host: str, drained: bool) -> None:
         raise exception.CasError(message='cannot read the fence marker '
                                          '(%s); nothing changed' % exc)
     record = ownership.read(core.device)
-    if (owner is None or owner.host != host or not owner.epoch or
-            record is None or record.epoch != owner.epoch):
+    epoch = record.epoch if record else None
+    if not drained and owner is not None and owner.host != host:
+        # from the undrain on, this core could get dirty behind the back
+        # of the host the marker names
+        raise exception.CasError(
+            message='its fence marker names host %s, not this host (%s): '
+                    'undrain refused (the volume stays drained, nothing is '
+                    'lost). Detach it here if it runs elsewhere now.'
+                    % (owner.host, host))
+    if drained and (owner is None or owner.host != host or
+                    owner.epoch != epoch):
         print('volume %s: Cinder not told: its fence marker does not name '
               'this host (%s) and the attachment cached here' % (
                   volume_id, host))
         return
+    if not epoch:
+        print('volume %s: Cinder not told: no ownership record of its core '
+              'on this host' % volume_id)
+        return
     try:
-        client.set(volume_id, host, owner.epoch, drained=drained)
+        client.set(volume_id, host, epoch, drained=drained)
     except Exception as exc:
         raise exception.CasError(message='cannot update the fence marker '
                                          '(%s)' % exc)

@@ -321,7 +321,8 @@ class CachedVolumeTestBase(base.ServersTestBase):
         volume_driver = self.computes[compute].driver.\
             _cached_rbd_volume_driver()
         for name in ('connect_volume', 'disconnect_volume',
-                     'extend_volume', 'drain', 'undrain', 'drain_blocker'):
+                     'extend_volume', 'drain', 'undrain', 'drain_blocker',
+                     'is_drained', 'reclaim_drained'):
             original = getattr(volume_driver, name)
 
             def on_own_host(*args, _original=original, **kwargs):

@@ -317,6 +317,37 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual([], self.cores('compute1'))
         self.assertEqual({}, self.cinder.fences)
 
+    def test_failed_migration_keeps_an_operator_drain(self):
+        """Drained ahead for maintenance: still drained after a rollback."""
+        self._attach_volume(self.server, WB_VOL)
+        [source_core] = self.cores('compute1')
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        code, text = self.cli('drain', '--volume', WB_VOL,
+                              '--host', 'compute1')
+        self.assertEqual(0, code, text)
+
+        def fails(domain, destination, params, flags):
+            self.computes['compute1'].driver._host.get_connection(
+            ).lookupByUUIDString(self.server['id']).fail_job()
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fails))
+        self.migrate_to_compute2()
+        self._wait_for_migration_status(self.server, ['error', 'failed'])
+        server = self._wait_for_state_change(self.server, 'ACTIVE')
+        self.assertEqual('compute1', server['OS-EXT-SRV-ATTR:host'])
+        self._run_periodics()
+        self.assertEqual({source_core.core_id}, self.drained_on('compute1'))
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+        self.assertIn(WB_VOL, self.cinder.drained)
+        self.assertEqual([], self.cores('compute2'))
+        # the operator ends the drain: the marker names compute1 again
+        code, text = self.cli('undrain', '--volume', WB_VOL,
+                              '--host', 'compute1')
+        self.assertEqual(0, code, text)
+        self.assertEqual(set(), self.drained_on('compute1'))
+        self.assertEqual({}, self.cinder.drained)
+
     def test_failure_at_the_destination_undrains_the_source_later(self):
         """Nova calls no source hook when pre_live_migration fails."""
         self._attach_volume(self.server, WB_VOL)
@@ -375,6 +406,14 @@ class OperatorDrainTestCase(LifecycleTestBase):
         self.cinder.adapter.register_uri(
             'GET', re.compile(base.CINDER + '/volumes/[^/]+$'),
             json=self.cinder._show)
+        # the marker names another host: it may cache the volume's writes
+        self.cinder.fences[WB_VOL] = 'compute9'
+        code, text = self.cli('undrain', '--volume', WB_VOL,
+                              '--host', 'compute1')
+        self.assertEqual(1, code, text)
+        self.assertIn('undrain refused', text)
+        self.assertEqual({core.core_id}, self.drained_on('compute1'))
+        self.cinder.fences[WB_VOL] = 'compute1'
         code, text = self.cli('undrain', '--volume', WB_VOL,
                               '--host', 'compute1')
         self.assertEqual(0, code, text)
