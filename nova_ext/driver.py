@@ -195,8 +195,8 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                          volume.volume_id, instance=instance)
                 volume_driver.drain(info, timeout=timeout)
                 drained.append(info)
-                if volume.volume_id not in self._drained_before[
-                        instance.uuid]:
+                if volume.volume_id not in self._drained_before.get(
+                        instance.uuid, set()):
                     self._migration_drains[volume.volume_id] = (
                         instance.uuid, info)
             except Exception as exc:
@@ -216,13 +216,23 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                         volume.volume_id)))
 
     def _note_drained_before(self, instance, volumes) -> None:
+        """Remember which volumes were drained before nova drains them.
+
+        A volume nova itself drained for a pre-check of this migration (the
+        conductor retries the check with another destination) is not one.
+        """
+        if not volumes:
+            return
         volume_driver = self._cached_rbd_volume_driver()
         self._drained_before[instance.uuid] = {
             volume.volume_id for volume, info in volumes
-            if volume_driver.is_drained(info)}
+            if volume.volume_id not in self._migration_drains and
+            volume_driver.is_drained(info)}
 
     def _drained_by_nova(self, instance, infos: list[dict]) -> list[dict]:
         """*infos* without the volumes an operator had drained before."""
+        if not infos:
+            return []
         kept = self._drained_before.pop(instance.uuid, set())
         return [info for info in infos
                 if info['data'].get('volume_id') not in kept]
@@ -262,7 +272,14 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             if info not in ours:
                 # drained ahead by an operator: stays drained, but the
                 # marker names this host again
-                self._cached_rbd_volume_driver().reclaim_drained(info)
+                try:
+                    self._cached_rbd_volume_driver().reclaim_drained(info)
+                except Exception:
+                    LOG.exception('Could not name this host in the fence '
+                                  'marker of drained volume %s again; '
+                                  '"os-brick-cas undrain" sets it',
+                                  info['data'].get('volume_id'),
+                                  instance=instance)
         self._undrain_all(ours, instance, retake=True)
 
     def _release_stranded_drains(self) -> None:

@@ -112,11 +112,15 @@ def release_reason(casadm: casadm_mod.Casadm) -> Optional[str]:
 
 
 def state_reason(cache: casadm_mod.CacheInstance) -> Optional[str]:
-    """Why instance *cache* cannot flush a core now, or None."""
+    """Why os-brick-cas does not drain a core of *cache* now, or None.
+
+    Only a Running instance: an Incomplete one has inactive cores (casadm
+    refuses its whole-cache flush), and a drain there is not attempted.
+    """
     if cache.status.startswith(_RUNNING):
         return None
-    return ('cache instance %d is %s, and casadm refuses a per-core flush '
-            'until it is Running; attach (or detach) its inactive volumes '
+    return ('cache instance %d is %s; os-brick-cas drains only on a '
+            'Running instance. Attach (or detach) its inactive volumes '
             'first (see "os-brick-cas status").'
             % (cache.cache_id, cache.status))
 

@@ -23,7 +23,6 @@ packages are missing the tier skips with the reason, except when
 OS_BRICK_CAS_REQUIRE_CEPH=1 (CI), where it fails.
 """
 
-import atexit
 import contextlib
 import hashlib
 import os
@@ -48,33 +47,15 @@ from os_brick_cas import casadm
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import opts
 import os_brick_cas.privileged
-from os_brick_cas.simulator import ceph_cluster
 from os_brick_cas.simulator import fixture as sim_fixture
+from tests import real_ceph
 
 CONF = cfg.CONF
 BACKEND = 'ceph'
-POOL = 'volumes'
+POOL = real_ceph.POOL
 CACHES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
 #: 4 KiB lines of each data-true cache instance (16 MiB cache files)
 CACHE_LINES = 4096
-
-
-def why_not() -> str | None:
-    """Why this tier cannot run on this machine (None if it can)."""
-    if os.geteuid() != 0:
-        return 'needs root (loop devices, FUSE, /dev entries)'
-    missing = ceph_cluster.missing_tools()
-    if missing:
-        return ('Ceph tools missing: %s (tools/install-ceph.sh installs '
-                'them)' % ', '.join(missing))
-    if not os.path.exists('/dev/fuse'):
-        return '/dev/fuse is missing'
-    try:
-        import rados  # noqa: F401
-        import rbd  # noqa: F401
-    except ImportError as exc:
-        return 'python rados/rbd bindings missing (%s)' % exc
-    return None
 
 
 def specs(mode: str | None) -> dict[str, str]:
@@ -83,18 +64,8 @@ def specs(mode: str | None) -> dict[str, str]:
     return {'cacheable': '<is> True', 'cas:cache_mode': mode}
 
 
-_CLUSTER: ceph_cluster.CephCluster | None = None
-
-
-def shared_cluster() -> ceph_cluster.CephCluster:
-    """One cluster for the whole test run, stopped by pid at exit."""
-    global _CLUSTER
-    if _CLUSTER is None:
-        cluster = ceph_cluster.CephCluster(pool=POOL)
-        cluster.setUp()     # cleans up after itself if it fails
-        atexit.register(cluster.cleanUp)
-        _CLUSTER = cluster
-    return _CLUSTER
+why_not = real_ceph.why_not
+shared_cluster = real_ceph.shared_cluster
 
 
 def _mon_transient(exc: BaseException) -> bool:
@@ -107,11 +78,7 @@ class CephTestCase(test.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        reason = why_not()
-        if reason:
-            if os.environ.get('OS_BRICK_CAS_REQUIRE_CEPH') == '1':
-                self.fail('real-Ceph tier required but: %s' % reason)
-            self.skipTest(reason)
+        real_ceph.skip_or_fail(self)
         self.cluster = shared_cluster()
         self.context = context.get_admin_context()
         self.driver = self._driver()

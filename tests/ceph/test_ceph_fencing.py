@@ -48,6 +48,7 @@ import uuid
 import testtools
 
 from tests.ceph import base
+from tests import real_ceph
 
 CLIENT = os.path.join(os.path.dirname(__file__), 'rbd_client.py')
 #: the OSD's watch timeout while this module runs (default 30 s)
@@ -121,11 +122,7 @@ class CephFencingTestCase(testtools.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        reason = base.why_not()
-        if reason:
-            if os.environ.get('OS_BRICK_CAS_REQUIRE_CEPH') == '1':
-                self.fail('real-Ceph tier required but: %s' % reason)
-            self.skipTest(reason)
+        real_ceph.skip_or_fail(self)
         self.cluster = base.shared_cluster()
         self.cluster.ceph('config', 'set', 'osd', 'osd_client_watch_timeout',
                           str(WATCH_TIMEOUT))

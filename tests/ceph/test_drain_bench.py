@@ -28,6 +28,7 @@ import tempfile
 import testtools
 
 from tests.ceph import base
+from tests import real_ceph
 
 SCRIPT = os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks',
                       'drain.py')
@@ -46,11 +47,7 @@ class DrainBenchTestCase(testtools.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        reason = base.why_not()
-        if reason:
-            if os.environ.get('OS_BRICK_CAS_REQUIRE_CEPH') == '1':
-                self.fail('real-Ceph tier required but: %s' % reason)
-            self.skipTest(reason)
+        real_ceph.skip_or_fail(self)
         self.cluster = base.shared_cluster()
 
     @staticmethod

@@ -110,7 +110,7 @@ class CinderGuardsTestCase(base.CephTestCase):
         snapshot = self.snapshot(volume)
         exc = self.assertRaises(cinder_exception.InvalidVolume,
                                 self.driver.create_snapshot, snapshot)
-        self.assertIn('Detach the volume', str(exc))
+        self.assertIn('Drain it first', str(exc))
         self.assertRaises(cinder_exception.InvalidVolume,
                           self.driver.extend_volume, volume, 2)
         self.connector.disconnect_volume(data, device)

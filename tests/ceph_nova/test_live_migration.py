@@ -26,8 +26,8 @@ from lxml import etree
 
 from os_brick_cas import casadm
 from tests.ceph import blockio
-from tests.ceph_nova import cluster
 from tests.nova.functional import test_lifecycle
+from tests import real_ceph as cluster
 
 MIB = cluster.MIB
 WB_VOL = test_lifecycle.WB_VOL

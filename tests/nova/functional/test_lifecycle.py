@@ -21,6 +21,7 @@ import io
 import os
 import re
 import subprocess
+from typing import Optional
 import uuid
 
 import fixtures
@@ -216,10 +217,30 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual([], self.cores('compute2'))
         self.assertEqual([], self.mappings('compute2'))
 
-    def test_write_back_volume_drains_then_moves_to_destination(self):
+    def attach_dirty_wb(self, dirty: int = 64):
+        """WB_VOL attached to the server on compute1, *dirty* blocks."""
         self._attach_volume(self.server, WB_VOL)
         [source_core] = self.cores('compute1')
-        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, dirty)
+        return source_core
+
+    def fail_migration_job(self, seen: Optional[dict] = None) -> None:
+        """libvirt reports the migration job failed (as nova's tests do).
+
+        What holds on both hosts at that moment goes into *seen*.
+        """
+        def fails(domain, destination, params, flags):
+            if seen is not None:
+                seen.update(drained=self.drained_on('compute1'),
+                            dest_cores=self.cores('compute2'))
+            self.computes['compute1'].driver._host.get_connection(
+            ).lookupByUUIDString(self.server['id']).fail_job()
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fails))
+
+    def test_write_back_volume_drains_then_moves_to_destination(self):
+        source_core = self.attach_dirty_wb()
         seen_at_switchover = {}
         original = self.computes['compute2'].driver._host.get_connection
 
@@ -275,9 +296,7 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual({}, self.cinder.fences)
 
     def test_failed_drain_refuses_before_start_and_keeps_write_back(self):
-        self._attach_volume(self.server, WB_VOL)
-        [source_core] = self.cores('compute1')
-        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        source_core = self.attach_dirty_wb()
         self.host.inject_fault('flush-core', exit_code=1,
                                stderr='Error while writing to core '
                                       'device\n')
@@ -289,20 +308,9 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assert_source_keeps_write_back(source_core, 64)
 
     def test_failed_migration_rolls_back_to_a_write_back_source(self):
-        self._attach_volume(self.server, WB_VOL)
-        [source_core] = self.cores('compute1')
-        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
-        seen = {}
-
-        def fails(domain, destination, params, flags):
-            seen.update(drained=self.drained_on('compute1'),
-                        dest_cores=self.cores('compute2'))
-            # libvirt reports the job failed (as nova's own tests do)
-            self.computes['compute1'].driver._host.get_connection(
-            ).lookupByUUIDString(self.server['id']).fail_job()
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fails))
+        source_core = self.attach_dirty_wb()
+        seen: dict = {}
+        self.fail_migration_job(seen)
         self.migrate_to_compute2()
         self._wait_for_migration_status(self.server, ['error', 'failed'])
         # it got as far as the destination's attach
@@ -317,21 +325,37 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual([], self.cores('compute1'))
         self.assertEqual({}, self.cinder.fences)
 
+    def test_retried_pre_check_still_undrains_on_rollback(self):
+        """The conductor re-runs the source check for another destination.
+
+        The second check finds the volume drained - by nova, not by an
+        operator - so the rollback must still undrain it.
+        """
+        source_core = self.attach_dirty_wb()
+        compute1 = self.computes['compute1']
+        context = nova_context.get_admin_context()
+        instance = objects.Instance.get_by_uuid(context, self.server['id'])
+        block_device_info = compute1.manager._get_instance_block_device_info(
+            context, instance)
+        driver = compute1.driver
+        with self.on_host('compute1'):
+            for _attempt in range(2):
+                driver._drain_for_live_migration(instance,
+                                                 block_device_info)
+            self.assertEqual({source_core.core_id},
+                             self.drained_on('compute1'))
+            driver.rollback_live_migration_at_source(
+                context, instance, objects.LibvirtLiveMigrateData())
+        self.assertEqual(set(), self.drained_on('compute1'))
+        self.assertEqual({}, self.cinder.drained)
+
     def test_failed_migration_keeps_an_operator_drain(self):
         """Drained ahead for maintenance: still drained after a rollback."""
-        self._attach_volume(self.server, WB_VOL)
-        [source_core] = self.cores('compute1')
-        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        source_core = self.attach_dirty_wb()
         code, text = self.cli('drain', '--volume', WB_VOL,
                               '--host', 'compute1')
         self.assertEqual(0, code, text)
-
-        def fails(domain, destination, params, flags):
-            self.computes['compute1'].driver._host.get_connection(
-            ).lookupByUUIDString(self.server['id']).fail_job()
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fails))
+        self.fail_migration_job()
         self.migrate_to_compute2()
         self._wait_for_migration_status(self.server, ['error', 'failed'])
         server = self._wait_for_state_change(self.server, 'ACTIVE')
@@ -350,9 +374,7 @@ class LiveMigrationTestCase(TwoComputesTestBase):
 
     def test_failure_at_the_destination_undrains_the_source_later(self):
         """Nova calls no source hook when pre_live_migration fails."""
-        self._attach_volume(self.server, WB_VOL)
-        [source_core] = self.cores('compute1')
-        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        source_core = self.attach_dirty_wb()
         self.hosts['compute2'].inject_fault(
             'add-core', exit_code=1, stderr='Error while adding core device '
                                             'to cache instance 2\n')
@@ -365,9 +387,7 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assert_source_keeps_write_back(source_core, 0)
 
     def test_host_that_cannot_drain_refuses_before_anything(self):
-        self._attach_volume(self.server, WB_VOL)
-        [source_core] = self.cores('compute1')
-        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        source_core = self.attach_dirty_wb()
         # v22.6: a disabled IO class leaves overlapping dirty lines
         self.host.set_version('22.06.0.0705.release')
         self.assertRaises(client.OpenStackApiException,

@@ -84,7 +84,7 @@ class UnsupportedReasonTestCase(base.TestCase):
     def test_instance_not_running_cannot(self):
         reason = self.reason(instance([1], status='Incomplete'))
         self.assertIn('cache instance 2 is Incomplete', reason)
-        self.assertIn('attach (or detach) its inactive volumes', reason)
+        self.assertIn('Attach (or detach) its inactive volumes', reason)
 
     def test_budget_spent_cannot_unless_every_core_is_drained(self):
         self.fake.reply('--io-class --list', table(*range(1, 33)))

@@ -10,11 +10,12 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The real cluster of the nova-over-Ceph tier, and librbd on it.
+"""The real Ceph cluster of the test tiers, and librbd on it.
 
-No cinder import (nova and cinder cannot share a process): the cluster is
-os_brick_cas.simulator.ceph_cluster, images are made and read with the
-python rados/rbd bindings.
+No cinder import: tests/ceph (cinder's RBD driver) and tests/ceph_nova
+(nova's compute manager) share it and cannot share one process. The
+cluster is os_brick_cas.simulator.ceph_cluster; images are made and read
+with the python rados/rbd bindings.
 """
 
 import atexit
