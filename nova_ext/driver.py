@@ -31,6 +31,7 @@ with a clear message if the installed nova lacks any of them.
 import inspect
 from typing import Optional
 
+from nova.compute import power_state
 from nova import context as nova_context
 from nova import exception
 from nova import objects
@@ -263,6 +264,17 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                                                   migrate_data)
         if not CONF[opts.GROUP].enabled:
             return
+        if not self._guest_runs_here(instance):
+            # e.g. a post-copy migration that failed after the switchover:
+            # the destination may have cached writes, so its marker stays
+            # and these volumes stay drained (safe; nothing to flush here)
+            LOG.error('Live migration rolled back, but the guest is not '
+                      'running on this host: its drained write-back volumes '
+                      'stay drained and their fence markers are not taken '
+                      'back. Check where the guest runs, then use '
+                      '"os-brick-cas owners" and "os-brick-cas undrain".',
+                      instance=instance)
+            return
         block_device_info = self._source_block_device_info(context,
                                                            instance)
         infos = [info for _volume, info in
@@ -281,6 +293,15 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                                   info['data'].get('volume_id'),
                                   instance=instance)
         self._undrain_all(ours, instance, retake=True)
+
+    def _guest_runs_here(self, instance) -> bool:
+        """Whether libvirt runs the guest on this host (not paused)."""
+        try:
+            guest = self._host.get_guest(instance)
+            return (guest.get_power_state(self._host) ==
+                    power_state.RUNNING)
+        except exception.InstanceNotFound:
+            return False
 
     def _release_stranded_drains(self) -> None:
         """Undrain volumes whose live migration ended without a rollback.
@@ -304,7 +325,8 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             if instance.host != CONF.host:
                 # it moved: its source-side core goes with the migration
                 self._migration_drains.pop(volume_id, None)
-            elif instance.task_state is None:
+            elif (instance.task_state is None and
+                  self._guest_runs_here(instance)):
                 LOG.info('The live migration of this server ended without '
                          'a rollback; volume %s caches writes again',
                          volume_id, instance=instance)

@@ -224,17 +224,23 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.host.set_dirty(source_core.cache_id, source_core.core_id, dirty)
         return source_core
 
-    def fail_migration_job(self, seen: Optional[dict] = None) -> None:
+    def fail_migration_job(self, seen: Optional[dict] = None,
+                           source_paused: bool = False) -> None:
         """libvirt reports the migration job failed (as nova's tests do).
 
-        What holds on both hosts at that moment goes into *seen*.
+        What holds on both hosts at that moment goes into *seen*. With
+        *source_paused* the source guest stays paused, as after a
+        post-copy migration that failed past its switchover.
         """
         def fails(domain, destination, params, flags):
             if seen is not None:
                 seen.update(drained=self.drained_on('compute1'),
                             dest_cores=self.cores('compute2'))
-            self.computes['compute1'].driver._host.get_connection(
-            ).lookupByUUIDString(self.server['id']).fail_job()
+            source = self.computes['compute1'].driver._host.get_connection(
+            ).lookupByUUIDString(self.server['id'])
+            if source_paused:
+                source.suspend()
+            source.fail_job()
 
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fails))
@@ -348,6 +354,20 @@ class LiveMigrationTestCase(TwoComputesTestBase):
                 context, instance, objects.LibvirtLiveMigrateData())
         self.assertEqual(set(), self.drained_on('compute1'))
         self.assertEqual({}, self.cinder.drained)
+
+    def test_rollback_with_the_guest_not_running_here_keeps_the_drain(self):
+        """Failed after the switchover (post-copy): never take back."""
+        source_core = self.attach_dirty_wb()
+        self.fail_migration_job(source_paused=True)
+        self.migrate_to_compute2()
+        self._wait_for_migration_status(self.server, ['error', 'failed'])
+        self.assertIn('the guest is not running on this host',
+                      self.stdlog.logger.output)
+        self._run_periodics()
+        # the source holds nothing Ceph lacks and cannot get dirty
+        self.assertEqual({source_core.core_id}, self.drained_on('compute1'))
+        self.assertEqual(0, self.dirty('compute1', source_core))
+        self.assertNotEqual('compute1', self.cinder.fences.get(WB_VOL))
 
     def test_failed_migration_keeps_an_operator_drain(self):
         """Drained ahead for maintenance: still drained after a rollback."""
