@@ -246,10 +246,11 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         if not self.connector.flush_volume(data, drain=True,
                                            timeout=timeout):
             return False
-        if owner is not None and owner.host == CONF.host:
-            epoch = owner.epoch or self._attachment_id(connection_info)
+        epoch = ((owner.epoch if owner else None) or
+                 self._attachment_id(connection_info))
+        if cas_fence.may_record_drain(owner, CONF.host, epoch):
             fence.client().set(volume.volume_id, CONF.host, epoch,
-                               drained=bool(epoch))
+                               drained=True)
         return True
 
     def is_drained(self, connection_info) -> bool:
@@ -260,20 +261,23 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         """Why this host cannot drain the volume; None if it can."""
         return self.connector.drain_blocker(connection_info['data'])
 
+    def _cached_epoch(self, connection_info) -> str | None:
+        """The attachment whose data this host's core holds."""
+        return (self.connector.cached_epoch(connection_info['data']) or
+                self._attachment_id(connection_info))
+
     def reclaim_drained(self, connection_info) -> None:
         """Name this host (still drained) in the marker again.
 
         For a volume that stays drained here after a failed live
         migration whose destination had taken the marker over.
         """
-        if not CONF[opts.GROUP].use_fence_marker:
-            return
-        data = connection_info['data']
-        volume = cas_volume.from_connection_properties(data)
-        epoch = (self.connector.cached_epoch(data) or
-                 self._attachment_id(connection_info))
-        fence.client().set(volume.volume_id, CONF.host, epoch,
-                           drained=bool(epoch))
+        if CONF[opts.GROUP].use_fence_marker:
+            volume = cas_volume.from_connection_properties(
+                connection_info['data'])
+            fence.client().take(volume.volume_id, CONF.host,
+                                self._cached_epoch(connection_info),
+                                retake=True, drained=True)
 
     def undrain(self, connection_info, retake: bool = False) -> bool:
         """Own the volume's data again, then let its core cache writes.
@@ -289,18 +293,15 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
         if CONF[opts.GROUP].use_fence_marker:
-            client = fence.client()
-            owner = client.owner(volume.volume_id)
-            if (owner is not None and owner.host != CONF.host and
-                    not retake):
+            other = fence.client().take(volume.volume_id, CONF.host,
+                                        self._cached_epoch(connection_info),
+                                        retake=retake)
+            if other is not None:
                 LOG.error('Volume %(vol)s stays drained on this host: its '
                           'fence marker names host %(host)s, which may '
                           'cache its writes now.',
-                          {'vol': volume.label, 'host': owner.host})
+                          {'vol': volume.label, 'host': other.host})
                 return False
-            epoch = (self.connector.cached_epoch(data) or
-                     self._attachment_id(connection_info))
-            client.set(volume.volume_id, CONF.host, epoch)
         self.connector.undrain_volume(data)
         return True
 

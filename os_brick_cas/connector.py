@@ -452,6 +452,20 @@ class CachedRBDConnector(rbd.RBDConnector):
 
     # -- flush in place ------------------------------------------------
 
+    def _located(self, volume: volume_mod.RBDVolume
+                 ) -> tuple[Optional[casadm_mod.CacheInstance],
+                            Optional[casadm_mod.Core]]:
+        """This host's core of *volume* and its instance (casadm now)."""
+        caches = self.volume_cache.list_caches()
+        core = self._core_of(volume, caches)
+        if core is None:
+            return None, None
+        [cache] = [c for c in caches if c.cache_id == core.cache_id]
+        return cache, core
+
+    def _drains(self) -> drain_mod.DrainManager:
+        return drain_mod.DrainManager(self.volume_cache.casadm)
+
     def flush_volume(self, connection_properties: dict[str, Any],
                      drain: bool = False,
                      timeout: Optional[int] = None) -> bool:
@@ -467,17 +481,14 @@ class CachedRBDConnector(rbd.RBDConnector):
         volume = volume_mod.from_connection_properties(connection_properties)
         timeout = timeout or self.volume_cache.conf[opts.GROUP].flush_timeout
         with locks.volume_lock(volume.spec):
-            caches = self.volume_cache.list_caches()
-            core = self._core_of(volume, caches)
-            if core is None or not core.active:
+            cache, core = self._located(volume)
+            if cache is None or core is None or not core.active:
                 return False
             self._refuse_unless_owner(volume, core)
             identity.verify_link(core.device, 'flush volume %s'
                                  % volume.label, volume.spec)
             if drain:
-                [cache] = [c for c in caches if c.cache_id == core.cache_id]
-                drain_mod.DrainManager(self.volume_cache.casadm).drain(
-                    cache, core, timeout)
+                self._drains().drain(cache, core, timeout)
             else:
                 with locks.cache_lock(core.cache_id), events.timed('flush'):
                     self.volume_cache.casadm.flush(core.cache_id,
@@ -486,28 +497,22 @@ class CachedRBDConnector(rbd.RBDConnector):
                  volume.label)
         return True
 
-    def undrain_volume(self, connection_properties: dict[str, Any]
-                       ) -> Optional[str]:
+    def undrain_volume(self, connection_properties: dict[str, Any]) -> bool:
         """Let a drained volume cache its writes again (idempotent).
 
         The caller records the owner first (the fence marker), because
-        from here on the core can get dirty. Returns the attachment epoch
-        of this host's core (its ownership record), or None when the
-        volume has no active core here.
+        from here on the core can get dirty. Returns False when the volume
+        has no active core here.
         """
         volume = volume_mod.from_connection_properties(connection_properties)
         with locks.volume_lock(volume.spec):
-            caches = self.volume_cache.list_caches()
-            core = self._core_of(volume, caches)
-            if core is None or not core.active:
-                return None
-            [cache] = [c for c in caches if c.cache_id == core.cache_id]
-            drain_mod.DrainManager(self.volume_cache.casadm).undrain(
-                cache, core, core.core_id)
+            cache, core = self._located(volume)
+            if cache is None or core is None or not core.active:
+                return False
+            self._drains().undrain(cache, core, core.core_id)
         LOG.info('Undrained volume %s: its writes are cached again',
                  volume.label)
-        record = ownership.read(core.device)
-        return record.epoch if record else None
+        return True
 
     def drain_blocker(self, connection_properties: dict[str, Any]
                       ) -> Optional[str]:
@@ -515,26 +520,23 @@ class CachedRBDConnector(rbd.RBDConnector):
 
         None too when the volume has no core here (nothing to drain).
         """
-        volume = volume_mod.from_connection_properties(connection_properties)
-        caches = self.volume_cache.list_caches()
-        core = self._core_of(volume, caches)
-        if core is None:
-            return None
-        [cache] = [c for c in caches if c.cache_id == core.cache_id]
-        return drain_mod.unsupported_reason(self.volume_cache.casadm, cache)
+        cache, _core = self._located(
+            volume_mod.from_connection_properties(connection_properties))
+        return (drain_mod.unsupported_reason(self.volume_cache.casadm, cache)
+                if cache is not None else None)
 
     def is_drained(self, connection_properties: dict[str, Any]) -> bool:
         """Whether this host's core of the volume is drained now."""
-        volume = volume_mod.from_connection_properties(connection_properties)
-        core = self._core_of(volume, self.volume_cache.list_caches())
-        return core is not None and drain_mod.DrainManager(
-            self.volume_cache.casadm).is_drained(core.cache_id, core.core_id)
+        _cache, core = self._located(
+            volume_mod.from_connection_properties(connection_properties))
+        return core is not None and self._drains().is_drained(
+            core.cache_id, core.core_id)
 
     def cached_epoch(self, connection_properties: dict[str, Any]
                      ) -> Optional[str]:
         """The attachment whose data this host's core of the volume holds."""
-        volume = volume_mod.from_connection_properties(connection_properties)
-        core = self._core_of(volume, self.volume_cache.list_caches())
+        _cache, core = self._located(
+            volume_mod.from_connection_properties(connection_properties))
         record = ownership.read(core.device) if core is not None else None
         return record.epoch if record else None
 

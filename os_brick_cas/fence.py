@@ -107,6 +107,23 @@ class FenceClient(object):
                  {'vol': volume_id, 'host': host, 'epoch': epoch,
                   'drained': ', drained' if drained else ''})
 
+    def take(self, volume_id: str, host: str, epoch: Optional[str],
+             retake: bool = False, drained: bool = False
+             ) -> Optional[Owner]:
+        """Name *host*/*epoch* as the owner, unless another host is named.
+
+        Called before a drained core may get dirty again. With *retake*
+        the caller knows the other host never ran the guest and the marker
+        is set anyway. Returns the other owner that kept the marker, or
+        None once it names *host*.
+        """
+        if not retake:
+            owner = self.owner(volume_id)
+            if owner is not None and owner.host != host:
+                return owner
+        self.set(volume_id, host, epoch, drained=drained and bool(epoch))
+        return None
+
     def clear(self, volume_id: str, lost: bool = False) -> None:
         """Drop the marker (after a clean detach, or knowingly).
 
@@ -117,6 +134,17 @@ class FenceClient(object):
                                     {'lost': True} if lost else {})
         LOG.info('Fence marker of volume %s cleared%s', volume_id,
                  ' (owner declared lost)' if lost else '')
+
+
+def may_record_drain(owner: Optional[Owner], host: str,
+                     epoch: Optional[str]) -> bool:
+    """Whether *host* may mark its attachment *epoch* drained.
+
+    Only the owner the marker names (an epoch-less marker predates
+    epochs), and only with an attachment to name.
+    """
+    return bool(epoch and owner is not None and owner.host == host and
+                owner.epoch in (None, epoch))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,6 +29,7 @@ from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
+from os_brick_cas import fence
 from os_brick_cas import opts
 from os_brick_cas import ownership
 from os_brick_cas import report
@@ -76,12 +77,13 @@ def add_parser(subparsers: Any) -> None:
 
 
 def tell_cinder(core: casadm_mod.Core, host: str, drained: bool) -> None:
-    """Record the drain in the volume's fence marker, when we may.
+    """Record a drain (or its end) in the volume's fence marker.
 
-    Only for the attachment the marker names on this host, and only with
-    Cinder credentials (OS_CLOUD/OS_*): then Cinder allows snapshots and
-    backups of the drained volume. Without them the drain still holds
-    here; Cinder keeps refusing those.
+    Needs Cinder credentials (OS_CLOUD/OS_*); without them the drain
+    still holds here and Cinder keeps refusing snapshots. A drain is
+    recorded only for the owner the marker names; the end of one is
+    refused while the marker names another host (from then on this core
+    could get dirty behind its back).
     """
     from os_brick_cas.cmd import doctor
     _image, volume_id = report.rbd_image_of(core.device)
@@ -93,36 +95,31 @@ def tell_cinder(core: casadm_mod.Core, host: str, drained: bool) -> None:
         print('volume %s: Cinder not told (no credentials: set OS_CLOUD); '
               'it keeps refusing snapshots of it' % label(core))
         return
-    try:
-        owner = client.owner(volume_id)
-    except Exception as exc:
-        raise exception.CasError(message='cannot read the fence marker '
-                                         '(%s); nothing changed' % exc)
     record = ownership.read(core.device)
     epoch = record.epoch if record else None
-    if not drained and owner is not None and owner.host != host:
-        # from the undrain on, this core could get dirty behind the back
-        # of the host the marker names
-        raise exception.CasError(
-            message='its fence marker names host %s, not this host (%s): '
-                    'undrain refused (the volume stays drained, nothing is '
-                    'lost). Detach it here if it runs elsewhere now.'
-                    % (owner.host, host))
-    if drained and (owner is None or owner.host != host or
-                    owner.epoch != epoch):
-        print('volume %s: Cinder not told: its fence marker does not name '
-              'this host (%s) and the attachment cached here' % (
-                  volume_id, host))
-        return
-    if not epoch:
-        print('volume %s: Cinder not told: no ownership record of its core '
-              'on this host' % volume_id)
-        return
     try:
-        client.set(volume_id, host, epoch, drained=drained)
+        if drained:
+            if not fence.may_record_drain(client.owner(volume_id), host,
+                                          epoch):
+                print('volume %s: Cinder not told: its fence marker does '
+                      'not name this host (%s) and the attachment cached '
+                      'here' % (volume_id, host))
+                return
+            client.set(volume_id, host, epoch, drained=True)
+        else:
+            other = client.take(volume_id, host, epoch)
+            if other is not None:
+                raise exception.CasError(
+                    message='its fence marker names host %s, not this host '
+                            '(%s): undrain refused (the volume stays '
+                            'drained, nothing is lost). Detach it here if '
+                            'it runs elsewhere now.' % (other.host, host))
+    except exception.CasError:
+        raise
     except Exception as exc:
-        raise exception.CasError(message='cannot update the fence marker '
-                                         '(%s)' % exc)
+        raise exception.CasError(message='cannot read or update the fence '
+                                         'marker (%s); nothing changed'
+                                         % exc)
     print('volume %s: Cinder records it as %s' % (
         volume_id, 'drained (snapshots and backups allowed)' if drained
         else 'cached by this host'), flush=True)
