@@ -101,13 +101,14 @@ class TimeBoundsTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(props, info)
         self.assert_clean_host()
 
-    def test_hung_stats_in_detach_keeps_the_core(self):
-        """A clean-mode detach asks casadm for the dirty count first."""
-        image = self.image('volume-hung-stats')
-        props = self.props(image, 'wt')
+    def assert_hung_detach_keeps_the_core(self, name: str, mode: str,
+                                          verb: str) -> None:
+        """A detach whose casadm *verb* hangs is bounded and keeps all."""
+        image = self.image(name)
+        props = self.props(image, mode)
         info = self.connector.connect_volume(props)
         [core] = self.cores()
-        self.host.inject_fault('stats', hang=HANG)
+        self.host.inject_fault(verb, hang=HANG)
         started = time.monotonic()
         self.assertRaises(exception.CasadmTimedOut,
                           self.connector.disconnect_volume, props, info)
@@ -118,22 +119,15 @@ class TimeBoundsTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(props, info)
         self.assert_clean_host()
 
+    def test_hung_stats_in_detach_keeps_the_core(self):
+        """A clean-mode detach asks casadm for the dirty count first."""
+        self.assert_hung_detach_keeps_the_core('volume-hung-stats', 'wt',
+                                               'stats')
+
     def test_hung_removal_is_interrupted_and_keeps_the_core(self):
         """-R flushes first: it is bounded by flush_timeout, SIGINT first."""
-        image = self.image('volume-hung-remove')
-        props = self.props(image, 'wb')
-        info = self.connector.connect_volume(props)
-        [core] = self.cores()
-        self.host.inject_fault('remove-core', hang=HANG)
-        started = time.monotonic()
-        self.assertRaises(exception.CasadmTimedOut,
-                          self.connector.disconnect_volume, props, info)
-        self.assert_bounded(started)
-        self.assertEqual([(core.cache_id, core.core_id)],
-                         [(c.cache_id, c.core_id) for c in self.cores()])
-        self.assertEqual(1, len(self.mappings()))
-        self.connector.disconnect_volume(props, info)
-        self.assert_clean_host()
+        self.assert_hung_detach_keeps_the_core('volume-hung-remove', 'wb',
+                                               'remove-core')
 
     def test_hung_map_is_killed_and_leaves_nothing(self):
         before = set(glob.glob('/tmp/brickrbd_*'))

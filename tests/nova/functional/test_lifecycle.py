@@ -68,6 +68,19 @@ class LifecycleTestBase(base.CachedVolumeTestBase):
         self.host.set_dirty(core.cache_id, core.core_id, dirty)
         return server, core
 
+    def crash_and_delete(self, server: dict) -> None:
+        """compute1 crashes, *server* is deleted meanwhile, compute1 is back.
+
+        nova's local delete: no detach ever reaches the host, whose cores
+        come back inactive after its reboot.
+        """
+        service_id = self.take_down('compute1')
+        self._delete_server(server)
+        self.host.reboot()
+        self.restart_compute_service('compute1',
+                                     keep_hypervisor_state=False)
+        self.admin_api.put_service_force_down(service_id, False)
+
     def take_down(self, compute: str) -> str:
         """Stop *compute* and force its service down; its service id."""
         self.computes[compute].stop()
@@ -541,12 +554,7 @@ class OrphanedCoreTestCase(LifecycleTestBase):
         server, core = self.server_with_dirty_wb(48)
         # compute1 goes down; the server is deleted meanwhile (nova's
         # local delete: no detach ever reaches the host)
-        service_id = self.take_down('compute1')
-        self._delete_server(server)
-        self.host.reboot()
-        self.restart_compute_service('compute1',
-                                     keep_hypervisor_state=False)
-        self.admin_api.put_service_force_down(service_id, False)
+        self.crash_and_delete(server)
         [orphan] = self.cores()
         self.assertEqual(('Inactive', 48), (orphan.status, self.host.state()[
             'caches'][str(orphan.cache_id)]['cores'][str(
@@ -582,12 +590,7 @@ class CleanCoreReuseTestCase(LifecycleTestBase):
         [old] = self.cores()
         # a crash; the server is deleted while the host is down, so the
         # wt core stays behind, inactive, with its (soon stale) lines
-        service_id = self.take_down('compute1')
-        self._delete_server(first)
-        self.host.reboot()
-        self.restart_compute_service('compute1',
-                                     keep_hypervisor_state=False)
-        self.admin_api.put_service_force_down(service_id, False)
+        self.crash_and_delete(first)
         [left] = self.cores()
         self.assertEqual((old.cache_id, old.core_id, 'Inactive'),
                          (left.cache_id, left.core_id, left.status))

@@ -194,16 +194,8 @@ class CasadmCallsTestCase(base.TestCase):
         self.assertIn('left in place', str(exc))
 
     def test_flush_timeout_interrupts_casadm(self):
-        proc = mock.Mock()
         self.fake.reply('--flush-cache', lambda argv: (0, '', ''))
-
-        def hang(binary, *args, **kwargs):
-            kwargs['on_execute'](proc)
-            raise subprocess.TimeoutExpired(binary, kwargs['timeout'])
-
-        self.useFixture(fixtures.MockPatch(
-            'os_brick_cas.privileged.casadm.processutils.execute',
-            side_effect=hang))
+        proc = self._hang()
         exc = self.assertRaises(exception.FlushTimedOut, self.casadm.flush,
                                 1, 2, 5)
         self.assertIn('5 s', str(exc))
