@@ -37,15 +37,20 @@ OUTPUT = os.path.join(ROOT, 'tools', 'upper-constraints.txt')
 SELF = canonicalize_name('os-brick-cas')
 
 
-def direct_requirements() -> list[str]:
-    names = []
+def requirements() -> list[Requirement]:
+    """Every requirement line of the project's requirement files."""
+    found = []
     for name in FILES:
         with open(os.path.join(ROOT, name)) as reqs:
             for line in reqs:
                 line = re.sub(r'\s#.*|^#.*', '', line).strip()
                 if line and not line.startswith('-'):
-                    names.append(Requirement(line).name)
-    return names
+                    found.append(Requirement(line))
+    return found
+
+
+def direct_requirements() -> list[str]:
+    return [req.name for req in requirements()]
 
 
 def closure(names: list[str]) -> dict[str, str]:

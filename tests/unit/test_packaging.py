@@ -12,8 +12,8 @@
 
 """Packaging: pbr version from git tags, requirements, installed files."""
 
+import importlib.util
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -25,20 +25,22 @@ import testtools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-REQUIREMENT_FILES = ['requirements.txt', 'test-requirements.txt',
-                     'doc/requirements.txt']
 CONSTRAINTS = os.path.join(ROOT, 'tools', 'upper-constraints.txt')
 
 
+def _constraints_tool():
+    """tools/generate-upper-constraints.py, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(
+        'generate_upper_constraints',
+        os.path.join(ROOT, 'tools', 'generate-upper-constraints.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def requirements() -> list[Requirement]:
-    found = []
-    for name in REQUIREMENT_FILES:
-        with open(os.path.join(ROOT, name)) as reqs:
-            for line in reqs:
-                line = re.sub(r'\s#.*|^#.*', '', line).strip()
-                if line and not line.startswith('-'):
-                    found.append(Requirement(line))
-    return found
+    """The project's requirements, read as the constraints tool reads them."""
+    return _constraints_tool().requirements()
 
 
 def setup_py(cwd: str, *args: str) -> str:
