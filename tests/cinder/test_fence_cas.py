@@ -18,6 +18,7 @@ base with its real DB and its real tooz coordinator (file locks), the
 extension's controller as cinder's wsgi layer calls it.
 """
 
+import functools
 import json
 import threading
 from unittest import mock
@@ -25,16 +26,25 @@ from unittest import mock
 from cinder import context
 from cinder.db import api as db
 from cinder.tests.unit.api import fakes
+from cinder.tests.unit import fake_constants as fake
 from cinder.tests.unit import test
 from cinder.tests.unit import utils
+from cinderclient import client as cinder_client
 import ddt
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+import requests_mock
+from requests_mock.contrib import fixture as rm_fixture
 import webob
 
 from cinder_ext.api import fence
 from cinder_ext import guards
+from os_brick_cas import exception as exception_mod
+from os_brick_cas import fence as os_fence
 
 ATT1 = '00000000-0000-0000-0000-0000000a7701'
 ATT2 = '00000000-0000-0000-0000-0000000a7702'
+ENDPOINT = 'http://cinder.test/v3/%s' % fake.PROJECT_ID
 
 
 def expect(host, epoch=None, drained=False):
@@ -198,3 +208,78 @@ class FenceCasTestCase(test.TestCase):
             self.assertRaises(
                 webob.exc.HTTPBadRequest, self.controller._set_fence,
                 self.request(), self.volume.id, {fence.SET_ACTION: body})
+
+
+class FenceClientThroughCinderApiTestCase(test.TestCase):
+    """os_brick_cas's FenceClient against cinder's own v3 WSGI stack.
+
+    cinderclient's HTTP requests are answered by cinder's API router with
+    the extension loaded from ``osapi_volume_extension``, as cinder-api
+    runs it: the wire format of ``expect`` and of the 409 is one contract
+    on both sides.
+    """
+
+    MOCK_TOOZ = False
+
+    def setUp(self):
+        super().setUp()
+        self.flags(osapi_volume_extension=[
+            'cinder.api.contrib.standard_extensions',
+            'cinder_ext.api.fence.Fence'])
+        # nova-compute's service user: not a cloud admin
+        service = context.RequestContext(
+            fake.USER_ID, fake.PROJECT_ID, auth_token=True,
+            roles=['service', 'member', 'reader'])
+        app = fakes.wsgi_app(fake_auth_context=service)
+        http = self.useFixture(rm_fixture.Fixture())
+        http.register_uri(requests_mock.ANY, requests_mock.ANY,
+                          text=functools.partial(self._wsgi, app))
+        self.volume = utils.create_volume(
+            service, volume_type_id=utils.create_volume_type(
+                context.get_admin_context(), name='plain').id)
+        self.client = os_fence.FenceClient(cinder_client.Client(
+            '3', session=ks_session.Session(auth=token_endpoint.Token(
+                ENDPOINT, 'service-token'))))
+
+    @staticmethod
+    def _wsgi(app, request, answer):
+        body = request.body or b''
+        req = webob.Request.blank(
+            request.url[len('http://cinder.test'):],
+            method=request.method,
+            body=body.encode() if isinstance(body, str) else body,
+            headers={'Content-Type': 'application/json'})
+        response = req.get_response(app)
+        answer.status_code = response.status_int
+        answer.headers['Content-Type'] = response.content_type
+        return response.text
+
+    def test_racing_clients_one_wins_the_other_learns_who(self):
+        client = self.client
+        client.set(self.volume.id, 'cmp1', ATT1, expect=None)
+        exc = self.assertRaises(exception_mod.FenceConflict, client.set,
+                                self.volume.id, 'cmp2', ATT2, expect=None)
+        self.assertEqual(os_fence.Owner('cmp1', ATT1), exc.current)
+        self.assertEqual(os_fence.Owner('cmp1', ATT1),
+                         client.owner(self.volume.id))
+        # the owner drains, then a destination takes the drained marker
+        client.set(self.volume.id, 'cmp1', ATT1, drained=True,
+                   expect=os_fence.Owner('cmp1', ATT1))
+        client.set(self.volume.id, 'cmp2', ATT2,
+                   expect=os_fence.Owner('cmp1', ATT1, True))
+        exc = self.assertRaises(exception_mod.FenceConflict, client.clear,
+                                self.volume.id,
+                                expect=os_fence.Owner('cmp1', ATT1, True))
+        self.assertEqual(os_fence.Owner('cmp2', ATT2), exc.current)
+        client.clear(self.volume.id, lost=True,
+                     expect=os_fence.Owner('cmp2', ATT2))
+        self.assertEqual((None, [os_fence.Owner('cmp2', ATT2)]),
+                         client.record(self.volume.id))
+
+    def test_take_does_not_overwrite_another_hosts_marker(self):
+        self.client.set(self.volume.id, 'cmp1', ATT1)
+        self.assertEqual(os_fence.Owner('cmp1', ATT1),
+                         self.client.take(self.volume.id, 'cmp2', ATT2))
+        self.assertIsNone(self.client.take(self.volume.id, 'cmp1', ATT2))
+        self.assertEqual(os_fence.Owner('cmp1', ATT2),
+                         self.client.owner(self.volume.id))
