@@ -21,6 +21,7 @@ objects as cinder loads them for that user, the extension's API code and
 the RBD driver (rados mocked).
 """
 
+import functools
 from unittest import mock
 import uuid
 
@@ -36,6 +37,8 @@ from cinder.tests.unit import utils
 from cinder.tests.unit.volume.drivers import test_rbd
 from cinder.volume.drivers import rbd as cinder_rbd
 import ddt
+from oslo_config import cfg
+from oslo_utils import importutils
 import webob
 
 from cinder_ext.api import fence
@@ -114,6 +117,32 @@ class UserContextTestCase(test.TestCase):
         # the fenced host itself reconnects (reboot, re-attach)
         info = driver.initialize_connection(volume, {'host': 'cmp1'})
         self.assertEqual('wb', info['data']['cache_mode'])
+
+    def test_user_attachment_update_on_another_host_refused(self):
+        """cinder-volume's attachment_update, as nova calls it for a user.
+
+        The volume object is the one cinder-api loaded for the user's
+        request and sent over RPC.
+        """
+        volume = objects.Volume.get_by_id(self.user, self.volume().id)
+        manager = importutils.import_object(cfg.CONF.volume_manager)
+        self.mock_object(manager, '_driver_shares_targets',
+                         return_value=False)
+        self.mock_object(manager, '_notify_about_volume_usage')
+        manager.driver = self.driver()
+        for host, refused in (('cmp2', True), ('cmp1', False)):
+            attachment = db.volume_attach(self.admin, {
+                'volume_id': volume.id, 'attach_status': 'reserved',
+                'instance_uuid': fake.INSTANCE_ID, 'attach_mode': 'rw'})
+            update = functools.partial(
+                manager.attachment_update, self.user, volume,
+                {'host': host}, attachment.id)
+            if refused:
+                exc = self.assertRaises(
+                    exception.VolumeBackendAPIException, update)
+                self.assertIn('Open CAS cache of host cmp1', str(exc))
+            else:
+                self.assertEqual('wb', update()['cache_mode'])
 
     @ddt.data((sync_guards.SnapshotGuardController, 'snapshot'),
               (sync_guards.BackupGuardController, 'backup'))
