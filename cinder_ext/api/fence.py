@@ -70,6 +70,8 @@ _HOST = re.compile(r'^[A-Za-z0-9_.:@-]{1,255}$')
 _EPOCH = re.compile(r'^[A-Za-z0-9-]{1,64}$')
 #: tooz lock of one volume's marker (cinder's coordination backend)
 LOCK_NAME = 'os-brick-cas-fence-%s'
+#: seconds a change waits for that lock (held for milliseconds per change)
+LOCK_TIMEOUT = 10
 #: no ``expect`` in the request: change the marker whatever it is
 UNCONDITIONAL = object()
 _EXPECT_KEYS = {'host', 'epoch', 'drained'}
@@ -213,11 +215,18 @@ class FenceController(wsgi.Controller):
         every cinder-api worker and node that shares the backend reads,
         compares and writes in turn, so of two writers that expect the
         same record, one wins and the other gets 409. The writes are one
-        database transaction.
+        database transaction. 503 if the lock is not had within
+        LOCK_TIMEOUT seconds.
         """
         admin = context.elevated()
         lock = coordination.COORDINATOR.get_lock(LOCK_NAME % volume_id)
-        with lock:
+        if not lock.acquire(blocking=LOCK_TIMEOUT):
+            raise webob.exc.HTTPServiceUnavailable(explanation=(
+                'The os-brick-cas fence marker of volume %s is being '
+                'changed by another request (or cinder\'s coordination '
+                'backend does not answer); nothing was changed. Retry.'
+                % volume_id))
+        try:
             try:
                 # the policy allowed it on any volume (service users act
                 # in their own project)
@@ -238,6 +247,8 @@ class FenceController(wsgi.Controller):
                         'current': marker.record()}})
             with db.main_context_manager.writer.using(admin):
                 change(admin, marker)
+        finally:
+            lock.release()
         return webob.Response(status_int=202)
 
     def _add_attribute(self, req, resp_volume):

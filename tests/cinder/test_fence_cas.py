@@ -24,6 +24,7 @@ import threading
 from unittest import mock
 
 from cinder import context
+from cinder import coordination
 from cinder.db import api as db
 from cinder.tests.unit.api import fakes
 from cinder.tests.unit import fake_constants as fake
@@ -119,6 +120,21 @@ class FenceCasTestCase(test.TestCase):
         self.assertEqual(expect(winner, ATT1), self.marker())
         self.assertEqual(expect(winner, ATT1),
                          loser.json_body['conflict']['current'])
+
+    def test_lock_held_elsewhere_is_waited_for_a_bounded_time(self):
+        """Another cinder-api worker holds the volume's lock."""
+        self.mock_object(fence, 'LOCK_TIMEOUT', 0.2)
+        lock = coordination.COORDINATOR.get_lock(
+            fence.LOCK_NAME % self.volume.id)
+        self.assertTrue(lock.acquire())
+        try:
+            exc = self.assertRaises(webob.exc.HTTPServiceUnavailable,
+                                    self.set, host='cmp1', expect=None)
+            self.assertIn('nothing was changed', str(exc))
+            self.assertIsNone(self.marker())
+        finally:
+            lock.release()
+        self.assertEqual(202, self.set(host='cmp1', expect=None).status_int)
 
     def test_409_names_what_cinder_holds_and_changes_nothing(self):
         self.set(host='cmp1', epoch=ATT1, drained=True)
