@@ -219,7 +219,13 @@ class FenceController(wsgi.Controller):
         LOCK_TIMEOUT seconds.
         """
         admin = context.elevated()
-        lock = coordination.COORDINATOR.get_lock(LOCK_NAME % volume_id)
+        try:
+            # the policy allowed it on any volume (service users act in
+            # their own project)
+            volume = self.volume_api.get(admin, volume_id)
+        except exception.VolumeNotFound as exc:
+            raise webob.exc.HTTPNotFound(explanation=exc.msg)
+        lock = coordination.COORDINATOR.get_lock(LOCK_NAME % volume.id)
         if not lock.acquire(blocking=LOCK_TIMEOUT):
             raise webob.exc.HTTPServiceUnavailable(explanation=(
                 'The os-brick-cas fence marker of volume %s is being '
@@ -227,12 +233,7 @@ class FenceController(wsgi.Controller):
                 'backend does not answer); nothing was changed. Retry.'
                 % volume_id))
         try:
-            try:
-                # the policy allowed it on any volume (service users act
-                # in their own project)
-                volume = self.volume_api.get(admin, volume_id)
-            except exception.VolumeNotFound as exc:
-                raise webob.exc.HTTPNotFound(explanation=exc.msg)
+            # read under the lock, from the database
             marker = guards.read_marker(volume)
             if expected is not UNCONDITIONAL and marker.record() != expected:
                 LOG.info('Fence marker of volume %(vol)s not changed: '
