@@ -50,9 +50,8 @@ def _oslo_defaults(project: str) -> tuple[list[str], list[str]]:
     # a fake layout: oslo.config's /etc search, re-rooted
     files = [_rooted(path) for path in ('etc/%s/%s.conf' % (project, project),
                                         'etc/%s.conf' % project)]
-    dirs = [_rooted(path) for path in ('etc/%s/%s.conf.d' % (project,
-                                                              project),
-                                       'etc/%s.conf.d' % project)]
+    dirs = [_rooted(path) for path in (
+        'etc/%s/%s.conf.d' % (project, project), 'etc/%s.conf.d' % project)]
     return ([path for path in files if os.path.isfile(path)][:1],
             [path for path in dirs if os.path.isdir(path)][:1])
 

@@ -17,8 +17,8 @@ import importlib
 import logging as std_logging
 import os
 import sys
-import warnings
 from typing import Optional
+import warnings
 
 from oslo_config import cfg
 from oslo_log import log as logging
