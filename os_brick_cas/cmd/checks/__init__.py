@@ -19,8 +19,8 @@ yields :class:`Finding` objects; one decorator line registers it::
     def drift(host: checks.Host) -> Iterator[checks.Finding]:
         ...
 
-Checks run in registration order (the modules in :data:`MODULES`, in
-order). A check that cannot run (casadm absent, no configuration, no
+Checks run module by module in :data:`MODULES` order (then any other
+module's), each module's in registration order. A check that cannot run (casadm absent, no configuration, no
 Cinder credentials) raises :class:`NotChecked` and is reported as
 ``SKIP`` with the reason, never as ``OK``. The check id is stable: scripts
 read it from ``doctor --format json``.
@@ -138,10 +138,14 @@ def register(check_id: str) -> Callable[[Check], Check]:
 
 
 def load() -> list[tuple[str, Check]]:
-    """Every registered check (importing :data:`MODULES` registers them)."""
+    """Every registered check in running order (imports :data:`MODULES`)."""
     for name in MODULES:
         importlib.import_module(name)
-    return list(REGISTRY)
+
+    def module_rank(entry: tuple[str, Check]) -> int:
+        module = entry[1].__module__
+        return MODULES.index(module) if module in MODULES else len(MODULES)
+    return sorted(REGISTRY, key=module_rank)
 
 
 def run(host: Host) -> list[Finding]:
