@@ -20,9 +20,10 @@ yields :class:`Finding` objects; one decorator line registers it::
         ...
 
 Checks run module by module in :data:`MODULES` order (then any other
-module's), each module's in registration order. A check that cannot run (casadm absent, no configuration, no
-Cinder credentials) raises :class:`NotChecked` and is reported as
-``SKIP`` with the reason, never as ``OK``. The check id is stable: scripts
+module's), each module's in registration order. A check that cannot run
+(casadm absent, no configuration, no Cinder credentials) raises
+:class:`NotChecked` and is reported as ``SKIP`` with the reason, never as
+``OK``. The check id is stable: scripts
 read it from ``doctor --format json``.
 """
 

@@ -71,7 +71,11 @@ def stopped_caches(host: Host) -> Iterator[Finding]:
     caches = host.caches_if_any()
     running = (None if caches is None
                else {cache.cache_id for cache in caches})
-    for cache_id, core_id, device in listed.rows_of_stopped_caches(running):
+    rows = listed.rows_of_stopped_caches(running)
+    if not rows:
+        yield Finding(OK, 'every cache instance %s lists cores of is '
+                          'running' % conf_path)
+    for cache_id, core_id, device in rows:
         _, volume_id = report.rbd_image_of(device)
         yield Finding(FAIL, 'volume %s: %s lists it as core %d of cache '
                             'instance %d, which is not running, so that '
@@ -197,11 +201,9 @@ def drain_capability(host: Host) -> Iterator[Finding]:
 @register('fallback-policy')
 def fallback_policy(host: Host) -> Iterator[Finding]:
     """What volumes whose mode is not served here get."""
-    group = host.conf[opts.GROUP]
-    if group.fallback_policy != opts.FALLBACK_FAIL:
-        yield Finding(OK, 'fallback_policy=%s: volumes whose mode is not '
-                          'served here attach %s' % (
-                              group.fallback_policy,
-                              'uncached' if group.fallback_policy ==
-                              opts.FALLBACK_UNCACHED else
-                              'in a clean mode (wt/wa/pt)'))
+    policy = host.conf[opts.GROUP].fallback_policy
+    yield Finding(OK, 'fallback_policy=%s: volumes whose mode is not served '
+                      'here %s' % (policy, {
+                          opts.FALLBACK_FAIL: 'fail to attach',
+                          opts.FALLBACK_UNCACHED: 'attach uncached'}.get(
+                              policy, 'attach in a clean mode (wt/wa/pt)')))
