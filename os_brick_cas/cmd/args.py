@@ -17,6 +17,9 @@ import argparse
 from os_brick_cas.cmd import config
 from os_brick_cas.cmd import output
 
+#: exit code after Ctrl-C (128 + SIGINT), as shells report it
+EXIT_INTERRUPTED = 130
+
 
 def add_host_argument(parser: argparse.ArgumentParser) -> None:
     """``--host``: this compute host as nova (and Cinder's marker) names it.

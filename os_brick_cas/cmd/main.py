@@ -48,8 +48,6 @@ SUBCOMMAND_MODULES = [
 #: commands that call casadm/rbd (root through privsep) on this host
 ROOT_COMMANDS = frozenset(('status', 'doctor', 'flush', 'drain', 'undrain',
                            'owners', 'recover', 'discard'))
-#: exit code after Ctrl-C (128 + SIGINT), as shells report it
-EXIT_INTERRUPTED = 130
 _CONFIG_OPTIONS = ('--config-file', '--config-dir')
 
 
@@ -151,7 +149,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print('os-brick-cas %s: interrupted (Ctrl-C); "os-brick-cas status" '
               'shows where each volume stands' % args.command,
               file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return args_mod.EXIT_INTERRUPTED
 
 
 def must_be_root(command: str) -> str:

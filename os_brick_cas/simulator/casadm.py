@@ -312,14 +312,24 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
     if delay:
         signal.signal(signal.SIGINT, _interrupt_flush)
         signal.signal(signal.SIGTERM, _interrupt_flush)
-        time.sleep(delay)
-    with state_mod.locked(state_dir) as state:
-        core = state['caches'][str(cache_id)]['cores'].get(str(core_id))
-        if core is not None:
-            core['clean'] += core['dirty']
+    # in steps, as Open CAS does: -P sees the dirty count fall meanwhile,
+    # and an interrupted flush keeps the blocks not yet written
+    steps = FLUSH_STEPS if delay else 1
+    for step in range(steps, 0, -1):
+        time.sleep(delay / steps)
+        with state_mod.locked(state_dir) as state:
+            core = state['caches'][str(cache_id)]['cores'].get(str(core_id))
+            if core is None:
+                return
+            cleaned = -(-core['dirty'] // step)     # the rest in the last
+            core['clean'] += cleaned
             state['flushed_blocks'] = state.get('flushed_blocks', 0) + \
-                core['dirty']
-            core['dirty'] = 0
+                cleaned
+            core['dirty'] -= cleaned
+
+
+#: a slow flush writes its blocks back in this many steps
+FLUSH_STEPS = 20
 
 
 def _interrupt_flush(signum, frame):

@@ -21,6 +21,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from unittest import mock
@@ -44,6 +45,18 @@ CINDER = 'http://cinder.fake/v3/project'
 
 VOL_WT = str(uuid.UUID(int=0xc11))
 VOL_WB = str(uuid.UUID(int=0xc12))
+
+
+def write_cli_conf(test: base.FunctionalTestCase) -> str:
+    """The test's [os_brick_cas] as a file, for the CLI in a subprocess."""
+    conf = os.path.join(test.tmp, 'cas.conf')
+    with open(conf, 'w') as conf_file:
+        conf_file.write(
+            '[os_brick_cas]\ncache_instances = wt:1,wb:2\n'
+            'opencas_conf = %s\nstate_path = %s\nlock_path = %s\n'
+            'sysfs_rbd_root = %s\n' % (test.opencas_conf, test.tmp,
+                                       test.tmp, test.host.sysfs_root))
+    return conf
 
 
 class CliTestCase(base.FunctionalTestCase):
@@ -362,6 +375,51 @@ class FlushTestCase(CliTestCase):
         self.assertIn('timeout 1s', out)
         self.assertGreater(self.dirty(core), 0)
 
+    def test_progress_while_the_dirty_count_falls(self):
+        # main: one line before and one after, nothing in between
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 300)
+        self.host.set_flush_speed(10)       # 3 s for 300 blocks
+        code, out, err = self.cli('flush', '--volume', VOL_WB, '--progress')
+        self.assertEqual(0, code, err)
+        shown = [line for line in out.splitlines() if '% flushed' in line]
+        self.assertGreaterEqual(len(shown), 2, out)
+        percents = [int(line.split(': ')[1].split('%')[0]) for line in shown]
+        self.assertEqual(sorted(percents), percents)
+        self.assertTrue(any(0 < p < 100 for p in percents), percents)
+        self.assertRegex(shown[-1], r'\d+% flushed, \d+\.\d MiB/s, \d+ '
+                                    r'dirty blocks left, ETA \d+:\d\d:\d\d$')
+
+    def test_ctrl_c_is_one_line_exit_130_and_the_data_state(self):
+        # main: a KeyboardInterrupt traceback
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 400)
+        self.host.set_flush_speed(25)       # 10 s
+        conf = write_cli_conf(self)
+        flush = subprocess.Popen(
+            [sys.executable, '-m', 'os_brick_cas.cmd.main', 'flush',
+             '--all', '--progress', '--config-file', conf],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, PYTHONPATH=REPO), start_new_session=True)
+        self.addCleanup(flush.kill)
+        for line in flush.stdout:
+            if '% flushed' in line:
+                break
+        os.killpg(flush.pid, signal.SIGINT)    # what Ctrl-C does
+        out, err = flush.communicate(timeout=30)
+        self.assertEqual(130, flush.returncode, err)
+        [line] = err.splitlines()
+        left = self.dirty(core)
+        self.assertGreater(left, 0)
+        self.assertEqual('os-brick-cas flush: interrupted: %d dirty blocks '
+                         'remain on core %d of cache instance 2 (volume %s), '
+                         'nothing lost: they stay in the cache until a flush '
+                         'or detach writes them to Ceph' % (
+                             left, core.core_id, VOL_WB), line)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+
     def test_unknown_volume(self):
         self.assertRaises(SystemExit, self.cli, 'flush', '--volume', VOL_WT)
 
@@ -645,13 +703,7 @@ class ConventionsTestCase(CliTestCase):
     def test_no_log_lines_without_verbose(self):
         # main: oslo.log INFO lines on stdout among the command's output
         self.attach(VOL_WB, 'wb')
-        conf = os.path.join(self.tmp, 'cas.conf')
-        with open(conf, 'w') as conf_file:
-            conf_file.write(
-                '[os_brick_cas]\ncache_instances = wt:1,wb:2\n'
-                'opencas_conf = %s\nstate_path = %s\nlock_path = %s\n'
-                'sysfs_rbd_root = %s\n' % (self.opencas_conf, self.tmp,
-                                           self.tmp, self.host.sysfs_root))
+        conf = write_cli_conf(self)
         done = self.run_cli('flush', '--all', '--config-file', conf)
         self.assertEqual(0, done.returncode, done.stderr)
         self.assertEqual('', done.stderr)
