@@ -46,7 +46,7 @@ def line(before: int, first: Sample, now: Sample) -> str:
     rate = (first.dirty - now.dirty) / elapsed if elapsed > 0 else 0.0
     eta = ('ETA %s' % _clock(now.dirty / rate) if rate > 0
            else 'ETA unknown')
-    return '%3.0f%% flushed, %.1f MiB/s, %d dirty blocks left, %s' % (
+    return '%.0f%% flushed, %.1f MiB/s, %d dirty blocks left, %s' % (
         percent, rate * BLOCK_BYTES / MIB, now.dirty, eta)
 
 
