@@ -22,6 +22,7 @@ import warnings
 
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_privsep import daemon as privsep_daemon
 
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import config
@@ -145,6 +146,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     run_privileged_in_process_as_root()
     try:
         return args.func(args)
+    except privsep_daemon.FailedToDropPrivileges:
+        # a privsep daemon could not start (sudo/rootwrap refused)
+        print(must_be_root(args.command), file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print('os-brick-cas %s: interrupted (Ctrl-C); "os-brick-cas status" '
               'shows where each volume stands' % args.command,
