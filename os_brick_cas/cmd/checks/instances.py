@@ -18,6 +18,7 @@ from typing import Iterator
 from os_brick_cas.cmd.checks import FAIL
 from os_brick_cas.cmd.checks import Finding
 from os_brick_cas.cmd.checks import Host
+from os_brick_cas.cmd.checks import NotChecked
 from os_brick_cas.cmd.checks import OK
 from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
@@ -64,6 +65,8 @@ def cache_instances(host: Host) -> Iterator[Finding]:
 def stopped_caches(host: Host) -> Iterator[Finding]:
     """Cores opencas.conf lists in caches that are not running."""
     conf_path = host.conf[opts.GROUP].opencas_conf
+    if not os.path.isfile(conf_path):
+        raise NotChecked('%s does not exist' % conf_path)
     try:
         listed = opencas_conf.read(conf_path)
     except (OSError, exception.CasError):
@@ -73,8 +76,9 @@ def stopped_caches(host: Host) -> Iterator[Finding]:
                else {cache.cache_id for cache in caches})
     rows = listed.rows_of_stopped_caches(running)
     if not rows:
-        yield Finding(OK, 'every cache instance %s lists cores of is '
-                          'running' % conf_path)
+        yield Finding(OK, '%s lists no core %s' % (
+            conf_path, 'of a stopped cache instance' if caches is not None
+            else '(casadm cannot tell which instances run)'))
     for cache_id, core_id, device in rows:
         _, volume_id = report.rbd_image_of(device)
         yield Finding(FAIL, 'volume %s: %s lists it as core %d of cache '
