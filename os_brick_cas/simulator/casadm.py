@@ -298,6 +298,7 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
                         % first)
         data_true = datatrue.enabled(state)
         delay = core['dirty'] * state['flush_ms_per_block'] / 1000.0
+        steps = state.get('flush_steps', 1) if delay else 1
     if data_true:
         # outside the state lock, as a real flush does not stop -L or -P
         try:
@@ -312,9 +313,8 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
     if delay:
         signal.signal(signal.SIGINT, _interrupt_flush)
         signal.signal(signal.SIGTERM, _interrupt_flush)
-    # in steps, as Open CAS does: -P sees the dirty count fall meanwhile,
-    # and an interrupted flush keeps the blocks not yet written
-    steps = FLUSH_STEPS if delay else 1
+    # with flush_steps > 1 in steps, as Open CAS does: -P sees the dirty
+    # count fall meanwhile, and an interrupted flush has written a part
     for step in range(steps, 0, -1):
         time.sleep(delay / steps)
         with state_mod.locked(state_dir) as state:
@@ -326,10 +326,6 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
             state['flushed_blocks'] = state.get('flushed_blocks', 0) + \
                 cleaned
             core['dirty'] -= cleaned
-
-
-#: a slow flush writes its blocks back in this many steps
-FLUSH_STEPS = 20
 
 
 def _interrupt_flush(signum, frame):

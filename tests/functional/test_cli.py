@@ -381,6 +381,7 @@ class FlushTestCase(CliTestCase):
         [core] = self.cores()
         self.host.set_dirty(core.cache_id, core.core_id, 300)
         self.host.set_flush_speed(10)       # 3 s for 300 blocks
+        self.host.set_flush_steps(20)
         code, out, err = self.cli('flush', '--volume', VOL_WB, '--progress')
         self.assertEqual(0, code, err)
         shown = [line for line in out.splitlines() if '% flushed' in line]
@@ -397,6 +398,7 @@ class FlushTestCase(CliTestCase):
         [core] = self.cores()
         self.host.set_dirty(core.cache_id, core.core_id, 400)
         self.host.set_flush_speed(25)       # 10 s
+        self.host.set_flush_steps(20)
         conf = write_cli_conf(self)
         flush = subprocess.Popen(
             [sys.executable, '-m', 'os_brick_cas.cmd.main', 'flush',
