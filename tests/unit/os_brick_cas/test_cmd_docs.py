@@ -126,8 +126,9 @@ class DocsAgreeTestCase(testtools.TestCase):
                 shown += 1
                 value = match.group(1)
                 if action.default not in (None, []):
+                    # sphinx-argparse renders %(default)s as repr()
                     self.assertEqual(str(action.default),
-                                     value.split()[0], where)
+                                     value.split()[0].strip('\'"'), where)
                 for group, option in re.findall(r'\[(\w+)\] (\w+)', value):
                     if group != 'DEFAULT':      # [DEFAULT] host is nova's
                         self.assertIn(option, cfg.CONF[group], where)
