@@ -189,6 +189,7 @@ OWNER_COLUMNS = ('volume_id', 'cache_id', 'core_id', 'state', 'dirty_blocks',
 def owners(args: argparse.Namespace) -> int:
     """Each core here: its volume, dirty blocks, attachment, Cinder owner."""
     from os_brick_cas import casadm as casadm_mod
+    from os_brick_cas.cmd.checks import owners as owner_checks
     from os_brick_cas.cmd import output
     from os_brick_cas import report
     client = fence.FenceClient(cinder())
@@ -197,8 +198,12 @@ def owners(args: argparse.Namespace) -> int:
         for core in cache.cores:
             if not core.volume_id:
                 continue
-            judged = fence.judge(client, core.volume_id, core.attachment,
-                                 core.dirty_blocks, args.host)
+            try:
+                judged = owner_checks.judge(client, core, args.host)
+            except owner_checks.Unreachable as exc:
+                print('os-brick-cas owners: %s' % (
+                    owner_checks.UNREACHABLE % exc), file=sys.stderr)
+                return 1
             rows.append((core.volume_id, core.cache_id, core.core_id,
                          core.status, core.dirty_blocks, core.attachment,
                          judged.owner_label if judged.owner else None,

@@ -667,6 +667,11 @@ class UnreachableCinderTestCase(CliTestCase):
         code, out, err = self.cli('status')
         self.assertEqual(0, code, err)
         self.assertIn('owners not shown: cannot ask Cinder', err)
+        code, out, err = self.cli('owners')
+        self.assertEqual(1, code, err)
+        self.assertTrue(err.startswith('os-brick-cas owners: cannot ask '
+                                       'Cinder'), err)
+        self.assertEqual(1, len(err.splitlines()), err)
 
 
 class OutputFormatTestCase(CliTestCase):
