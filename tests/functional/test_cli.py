@@ -404,7 +404,9 @@ class FlushTestCase(CliTestCase):
             [sys.executable, '-m', 'os_brick_cas.cmd.main', 'flush',
              '--all', '--progress', '--config-file', conf],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, PYTHONPATH=REPO), start_new_session=True)
+            env=dict(os.environ, PYTHONPATH=REPO), start_new_session=True,
+            # as from a shell on a terminal, even if this runner ignores it
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.addCleanup(flush.kill)
         for line in flush.stdout:
             if '% flushed' in line:
