@@ -198,9 +198,15 @@ def recover(args: argparse.Namespace) -> int:
     return code
 
 
+OWNER_COLUMNS = ('volume_id', 'cache_id', 'core_id', 'state', 'dirty_blocks',
+                 'attachment', 'cinder_owner', 'verdict')
+
+
 def owners(args: argparse.Namespace) -> int:
     """Each core here: its volume, dirty blocks, attachment, Cinder owner."""
     from os_brick_cas import casadm as casadm_mod
+    from os_brick_cas.cmd.checks import owners as owner_checks
+    from os_brick_cas.cmd import output
     from os_brick_cas import report
     client = fence.FenceClient(cinder())
     rows = []
@@ -208,18 +214,27 @@ def owners(args: argparse.Namespace) -> int:
         for core in cache.cores:
             if not core.volume_id:
                 continue
-            judged = fence.judge(client, core.volume_id, core.attachment,
-                                 core.dirty_blocks, args.host)
+            try:
+                judged = owner_checks.judge(client, core, args.host)
+            except owner_checks.Unreachable as exc:
+                print('os-brick-cas owners: %s' % (
+                    owner_checks.UNREACHABLE % exc), file=sys.stderr)
+                return 1
             rows.append((core.volume_id, core.cache_id, core.core_id,
                          core.status, core.dirty_blocks, core.attachment,
-                         judged.owner_label if judged.owner else '-',
+                         judged.owner_label if judged.owner else None,
                          judged.verdict))
-    print('%-36s %5s %4s %-8s %6s %-36s %-30s %s' % (
-        'VOLUME', 'CACHE', 'CORE', 'STATE', 'DIRTY', 'ATTACHMENT HERE',
-        'CINDER OWNER', 'VERDICT'))
-    for row in rows:
-        print('%-36s %5s %4s %-8s %6s %-36s %-30s %s' % tuple(
-            '-' if value is None else value for value in row))
+
+    def table() -> str:
+        lines = ['%-36s %5s %4s %-8s %6s %-36s %-30s %s' % (
+            'VOLUME', 'CACHE', 'CORE', 'STATE', 'DIRTY', 'ATTACHMENT HERE',
+            'CINDER OWNER', 'VERDICT')]
+        lines += ['%-36s %5s %4s %-8s %6s %-36s %-30s %s' % tuple(
+            '-' if value is None else value for value in row)
+            for row in rows]
+        return '\n'.join(lines) + '\n'
+    output.emit(args.format, {'host': args.host, 'volumes': [
+        dict(zip(OWNER_COLUMNS, row)) for row in rows]}, table, lambda: rows)
     return 0
 
 
@@ -280,4 +295,5 @@ def register_subcommands(subparsers: Any) -> None:
                        "attachment this host caches and who Cinder's fence "
                        'marker names as owner now, with what to do')
     args_mod.add_host_argument(own)
+    args_mod.add_format_argument(own)
     own.set_defaults(func=owners)

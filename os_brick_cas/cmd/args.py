@@ -13,12 +13,42 @@
 """Command-line arguments several commands share."""
 
 import argparse
-import socket
+
+from os_brick_cas.cmd import config
+from os_brick_cas.cmd import output
+
+#: exit code after Ctrl-C (128 + SIGINT), as shells report it
+EXIT_INTERRUPTED = 130
 
 
 def add_host_argument(parser: argparse.ArgumentParser) -> None:
-    """``--host``: this compute host as nova (and Cinder's marker) names it."""
-    parser.add_argument('--host', default=socket.gethostname(),
+    """``--host``: this compute host as nova (and Cinder's marker) names it.
+
+    The default is resolved after the configuration is read
+    (:func:`resolve_host`), so help text and the rendered CLI reference
+    never show the name of the machine they were built on.
+    """
+    parser.add_argument('--host', default=None, metavar='HOST',
                         help="this compute host's name as nova knows it, "
                              "to compare with Cinder's owner records "
-                             '(default: %(default)s)')
+                             "(default: %s: [DEFAULT] host of nova's "
+                             'configuration, else the hostname, as nova '
+                             'does)' % config.HOST_PLACEHOLDER)
+
+
+def resolve_host(args: argparse.Namespace) -> None:
+    """Fill ``args.host`` with this host's nova name when not given."""
+    if 'host' in args and args.host is None:
+        args.host = config.nova_host()
+
+
+def add_format_argument(parser: argparse.ArgumentParser,
+                        json_alias: bool = False) -> None:
+    """``-f/--format {table,json,yaml,value}`` (and ``--json``, deprecated)."""
+    parser.add_argument('-f', '--format', choices=output.FORMATS,
+                        default='table', help='output format (default: '
+                                              '%(default)s)')
+    if json_alias:
+        parser.add_argument('--json', dest='format', action='store_const',
+                            const='json',
+                            help='deprecated alias of --format json')

@@ -13,9 +13,10 @@
 """``os-brick-cas flush``: write cached dirty data back to Ceph.
 
 For host maintenance: flush one volume or every core of the write-back and
-write-only instances, each bounded by a timeout, with progress. A failed
-or timed-out flush leaves the data in the cache (Open CAS keeps it dirty)
-and the command exits 1.
+write-only instances, each bounded by a timeout, with progress (percent,
+MiB/s, ETA). A failed or timed-out flush leaves the data in the cache
+(Open CAS keeps it dirty) and the command exits 1; Ctrl-C stops it with
+exit 130 and says how much is still dirty (nothing is lost).
 """
 
 import argparse
@@ -26,6 +27,8 @@ from typing import Any, Optional, TextIO
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd import progress
 from os_brick_cas import exception
 from os_brick_cas import modes
 from os_brick_cas import opts
@@ -46,7 +49,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument('--timeout', type=int, default=None,
                         help='seconds per core (default: [os_brick_cas] '
                              'flush_timeout)')
+    parser.add_argument('--progress', action='store_true',
+                        help='print percent, MiB/s and ETA every second '
+                             'even when stdout is not a terminal (on a '
+                             'terminal it always does)')
     parser.set_defaults(func=run)
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a flush; the message states the data left dirty."""
 
 
 def _targets(reports: list[report.CacheReport], volume: Optional[str]
@@ -62,9 +73,15 @@ def _targets(reports: list[report.CacheReport], volume: Optional[str]
 
 
 def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
-                timeout: int, out: Optional[TextIO] = None) -> list[str]:
-    """Flush each core in turn; return one error line per failure."""
+                timeout: int, out: Optional[TextIO] = None,
+                show_progress: Optional[bool] = None) -> list[str]:
+    """Flush each core in turn; return one error line per failure.
+
+    Progress is shown on a terminal, or always with *show_progress*.
+    """
     out = out or sys.stdout
+    if show_progress is None:
+        show_progress = out.isatty()
     failures = []
     for number, core in enumerate(cores, 1):
         label = core.volume_id or core.core_device
@@ -80,7 +97,8 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
             prefix, before, timeout), file=out, flush=True)
         start = time.monotonic()
         try:
-            casadm.flush(core.cache_id, core.core_id, timeout)
+            _flush_one(casadm, core, timeout, before, prefix, out,
+                       show_progress)
         except (exception.FlushFailed, exception.FlushTimedOut) as exc:
             failures.append('%s: %s' % (prefix, exc))
             elapsed = time.monotonic() - start
@@ -92,6 +110,35 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
     return failures
 
 
+def _flush_one(casadm: casadm_mod.Casadm, core: report.CoreReport,
+               timeout: int, before: int, prefix: str, out: TextIO,
+               show_progress: bool) -> None:
+    def flush() -> None:
+        casadm.flush(core.cache_id, core.core_id, timeout)
+    try:
+        if show_progress and before:
+            progress.watch(flush, lambda: casadm.dirty_blocks(core.core),
+                           before, prefix, out, out.isatty())
+        else:
+            flush()
+    except KeyboardInterrupt:
+        # casadm got the same SIGINT and stops; what it wrote is in Ceph
+        raise Interrupted('interrupted: %s dirty blocks remain on core %d '
+                          'of cache instance %d (volume %s), nothing lost: '
+                          'they stay in the cache until a flush or detach '
+                          'writes them to Ceph' % (
+                              _dirty_now(casadm, core), core.core_id,
+                              core.cache_id, core.volume_id or
+                              core.core_device))
+
+
+def _dirty_now(casadm: casadm_mod.Casadm, core: report.CoreReport) -> str:
+    try:
+        return str(casadm.dirty_blocks(core.core))
+    except exception.CasError:
+        return 'some'
+
+
 def run(args: argparse.Namespace) -> int:
     casadm = casadm_mod.Casadm()
     timeout = args.timeout or CONF[opts.GROUP].flush_timeout
@@ -101,10 +148,14 @@ def run(args: argparse.Namespace) -> int:
             print('nothing to flush: no cores in write-back/write-only '
                   'instances')
             return 0
-        failures = flush_cores(casadm, cores, timeout)
+        failures = flush_cores(casadm, cores, timeout,
+                               show_progress=args.progress or None)
     except exception.CasError as exc:
         print('os-brick-cas flush: %s' % exc, file=sys.stderr)
         return 1
+    except Interrupted as exc:
+        print('os-brick-cas flush: %s' % exc, file=sys.stderr)
+        return args_mod.EXIT_INTERRUPTED
     for line in failures:
         print('ERROR %s' % line, file=sys.stderr)
     if failures:

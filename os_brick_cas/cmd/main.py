@@ -14,13 +14,18 @@
 
 import argparse
 import importlib
+import logging as std_logging
 import os
 import sys
 from typing import Optional
+import warnings
 
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_privsep import daemon as privsep_daemon
 
+from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd import config
 from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
 from os_brick_cas import version
 
@@ -41,9 +46,9 @@ SUBCOMMAND_MODULES = [
     'nova_ext.cmd',
 ]
 
-#: read by default on a compute node, where [os_brick_cas] lives
-NOVA_CONF = '/etc/nova/nova.conf'
-NOVA_CONF_DIR = '/etc/nova/nova.conf.d'
+#: commands that call casadm/rbd (root through privsep) on this host
+ROOT_COMMANDS = frozenset(('status', 'doctor', 'flush', 'drain', 'undrain',
+                           'owners', 'recover', 'discard'))
 _CONFIG_OPTIONS = ('--config-file', '--config-dir')
 
 
@@ -53,13 +58,21 @@ def build_parser() -> argparse.ArgumentParser:
         description='Open CAS caching of Cinder RBD volumes on this host.')
     parser.add_argument('--config-file', action='append', default=[],
                         help='oslo.config file(s) with [os_brick_cas], '
-                             'anywhere on the line (default: %s if it '
-                             'exists)' % NOVA_CONF)
+                             'anywhere on the line (default: nova\'s '
+                             'config as found on this host: oslo.config\'s '
+                             'nova.conf and os-brick-cas.conf search, %s '
+                             'and $%s; the files read are printed by '
+                             'status and doctor)' % (
+                                 '/' + config.KOLLA_NOVA_CONF, config.ENV))
     parser.add_argument('--config-dir', action='append', default=[],
                         help='directory of *.conf files, anywhere on the '
-                             'line (default: %s if it exists)' %
-                             NOVA_CONF_DIR)
-    parser.add_argument('--debug', action='store_true')
+                             'line (default: nova.conf.d and '
+                             'os-brick-cas.conf.d where oslo.config finds '
+                             'them)')
+    parser.add_argument('-v', '--verbose', action='store_true',
+                        help='log progress (INFO) to stderr')
+    parser.add_argument('--debug', action='store_true',
+                        help='log everything (DEBUG) to stderr')
     parser.add_argument('--version', action='version',
                         version='%(prog)s ' + version.version_string())
     sub = parser.add_subparsers(dest='command', required=True)
@@ -78,46 +91,77 @@ def build_parser() -> argparse.ArgumentParser:
 
 def split_config_args(argv: list[str]) -> tuple[list[str], list[str]]:
     """``(config options, the rest)``: config options may follow the verb."""
-    config, rest = [], []
+    config_args, rest = [], []
     tokens = iter(argv)
     for token in tokens:
         value = None
         if token in _CONFIG_OPTIONS:
             value = next(tokens, None)
         if value is not None:
-            config += [token, value]
+            config_args += [token, value]
         elif token.split('=', 1)[0] in _CONFIG_OPTIONS:
-            config.append(token)
+            config_args.append(token)
         else:
             rest.append(token)
-    return config, rest
+    return config_args, rest
 
 
-def default_config() -> tuple[list[str], list[str]]:
-    """os-brick-cas's own files, then a compute node's nova.conf(.d)."""
-    files = cfg.find_config_files(project='os-brick-cas')
-    files += [NOVA_CONF] if os.path.isfile(NOVA_CONF) else []
-    dirs = [NOVA_CONF_DIR] if os.path.isdir(NOVA_CONF_DIR) else []
-    return files, dirs
+def setup_logging(args: argparse.Namespace) -> None:
+    """oslo.log to stderr only: WARNING, INFO with -v, DEBUG with --debug.
+
+    nova.conf's log_file/log_dir belong to nova-compute; the CLI never
+    writes into them, and never logs to stdout (command output).
+    """
+    for name, value in (('debug', args.debug), ('log_file', None),
+                        ('log_dir', None), ('use_stderr', True),
+                        ('use_journal', False), ('use_syslog', False)):
+        CONF.set_override(name, value)
+    logging.setup(CONF, 'os-brick-cas')
+    std_logging.getLogger().setLevel(
+        std_logging.DEBUG if args.debug else
+        std_logging.INFO if args.verbose else std_logging.WARNING)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    if not sys.warnoptions:
+        warnings.simplefilter('ignore', DeprecationWarning)
+        warnings.simplefilter('ignore', PendingDeprecationWarning)
     if 'debug' not in CONF:
         logging.register_options(CONF)
     config_args, rest = split_config_args(
         sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(rest)
-    files, dirs = default_config()
+    files, dirs = config.default_config()
     try:
         CONF(config_args, project='os-brick-cas',
              default_config_files=files, default_config_dirs=dirs)
     except (cfg.Error, OSError) as exc:
         print('os-brick-cas: configuration: %s' % exc, file=sys.stderr)
         return 2
-    CONF.set_override('debug', args.debug)
-    logging.setup(CONF, 'os-brick-cas')
+    setup_logging(args)
+    if args.command in ROOT_COMMANDS and os.geteuid() != 0:
+        print(must_be_root(args.command), file=sys.stderr)
+        return 2
+    args_mod.resolve_host(args)
     run_privileged_in_process_as_root()
-    return args.func(args)
+    try:
+        return args.func(args)
+    except privsep_daemon.FailedToDropPrivileges:
+        # a privsep daemon could not start (sudo/rootwrap refused)
+        print(must_be_root(args.command), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print('os-brick-cas %s: interrupted (Ctrl-C); "os-brick-cas status" '
+              'shows where each volume stands' % args.command,
+              file=sys.stderr)
+        return args_mod.EXIT_INTERRUPTED
+
+
+def must_be_root(command: str) -> str:
+    """The one-line error of a command run without root."""
+    return ('os-brick-cas %s: must run as root (it calls casadm and rbd) '
+            '(try: sudo os-brick-cas %s ... / docker exec -u root '
+            'nova_compute os-brick-cas %s ...)' % (command, command, command))
 
 
 def run_privileged_in_process_as_root() -> None:

@@ -14,7 +14,6 @@
 
 import argparse
 import dataclasses
-import json
 import sys
 from typing import Any, Optional
 
@@ -23,8 +22,10 @@ from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd.checks import owners as owner_checks
+from os_brick_cas.cmd import config
+from os_brick_cas.cmd import output
 from os_brick_cas import exception
-from os_brick_cas import fence
 from os_brick_cas import policy as policy_mod
 from os_brick_cas import report
 
@@ -35,8 +36,7 @@ LOG = logging.getLogger(__name__)
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         'status', help='cache instances, cached volumes, dirty data, hits')
-    parser.add_argument('--format', choices=['table', 'json'],
-                        default='table')
+    args_mod.add_format_argument(parser)
     args_mod.add_host_argument(parser)
     parser.set_defaults(func=run)
 
@@ -56,7 +56,8 @@ def _num(value: Optional[float]) -> str:
 
 
 def render_table(reports: list[report.CacheReport],
-                 owners: Optional[dict[str, str]] = None) -> str:
+                 owners: Optional[dict[str, str]] = None,
+                 offered_known: bool = True) -> str:
     """Human-readable status, one block per cache instance.
 
     *owners* maps volume id to what Cinder's owner record says of the
@@ -76,7 +77,8 @@ def render_table(reports: list[report.CacheReport],
             '%.1f%%' % cache.occupancy_percent)
         lines.append(cache_row % (
             cache.cache_id, cache.mode, cache.status, cache.device,
-            cache.configured_mode or 'no', occupancy,
+            cache.configured_mode or ('no' if offered_known else '?'),
+            occupancy,
             _num(cache.dirty_blocks), report.percent(cache.read_hit_ratio)))
         if cache.cores:
             lines.append(core_row % ('CORE', 'VOLUME', 'DEVICE', 'STATE',
@@ -102,40 +104,68 @@ def render_table(reports: list[report.CacheReport],
 
 
 def owner_lines(reports: list[report.CacheReport], host: str
-                ) -> dict[str, str]:
-    """Volume id -> Cinder's owner and the verdict, if Cinder can be asked."""
-    from os_brick_cas.cmd import doctor
-    client, problem = doctor.owner_client()
-    if problem:
-        LOG.warning('Cinder not asked for owners: %s', problem)
+                ) -> tuple[dict[str, str], Optional[str]]:
+    """(volume id -> Cinder's owner and verdict, why Cinder was not asked).
+
+    Keystone or Cinder down is said once, not a traceback.
+    """
+    client, problem = owner_checks.owner_client()
     if client is None:
-        return {}
+        return {}, problem
     found = {}
     for cache in reports:
         for core in cache.cores:
             if core.volume_id:
-                judged = fence.judge(client, core.volume_id,
-                                     core.attachment, core.dirty_blocks,
-                                     host)
+                try:
+                    judged = owner_checks.judge(client, core, host)
+                except owner_checks.Unreachable as exc:
+                    return found, str(exc)
                 found[core.volume_id] = '%s (Cinder: %s)' % (
                     judged.verdict, judged.owner_label)
-    return found
+    return found, None
+
+
+def _rows(reports: list[report.CacheReport]) -> list[tuple]:
+    """One row per core for ``--format value``."""
+    return [(core.cache_id, core.core_id, core.volume_id or '-',
+             core.status, _num(core.dirty_blocks), core.exported or '-',
+             core.drained) for cache in reports for core in cache.cores]
 
 
 def run(args: argparse.Namespace) -> int:
+    configured = configured_instances()
     try:
-        reports = report.host_report(casadm_mod.Casadm(),
-                                     configured_instances())
-        owners = owner_lines(reports, args.host)
+        reports = report.host_report(casadm_mod.Casadm(), configured)
+        owners, problem = owner_lines(reports, args.host)
     except exception.CasError as exc:
         print('os-brick-cas status: %s' % exc, file=sys.stderr)
         return 1
-    if args.format == 'json':
-        out = [dataclasses.asdict(r) for r in reports]
-        for cache in out:
-            for core in cache['cores']:
-                core['owner'] = owners.get(core['volume_id'])
-        print(json.dumps(out, indent=2, sort_keys=True))
-    else:
-        sys.stdout.write(render_table(reports, owners))
+    files = config.files_read(CONF)
+    notes = []
+    if not configured:
+        notes.append('no configuration found; pass --config-file (files '
+                     'read: %s): OFFERED is unknown'
+                     % (', '.join(files) or 'none'))
+    if problem:
+        notes.append('owners not shown: %s' % owner_checks.UNREACHABLE
+                     % problem)
+    document = {'host': args.host, 'config_files': files,
+                'configured': bool(configured), 'notes': notes,
+                'caches': [dataclasses.asdict(r) for r in reports]}
+    for cache in document['caches']:
+        if not configured:
+            cache['configured_mode'] = None
+        for core in cache['cores']:
+            core['owner'] = owners.get(core['volume_id'])
+    for note in notes:
+        print('os-brick-cas status: %s' % note, file=sys.stderr)
+    output.emit(args.format, document,
+                lambda: _header(args.host, files) + render_table(
+                    reports, owners, offered_known=bool(configured)),
+                lambda: _rows(reports))
     return 0
+
+
+def _header(host: str, files: list[str]) -> str:
+    return 'host %s; configuration read from: %s\n\n' % (
+        host, ', '.join(files) or 'no file')

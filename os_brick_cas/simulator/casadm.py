@@ -298,6 +298,7 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
                         % first)
         data_true = datatrue.enabled(state)
         delay = core['dirty'] * state['flush_ms_per_block'] / 1000.0
+        steps = state.get('flush_steps', 1) if delay else 1
     if data_true:
         # outside the state lock, as a real flush does not stop -L or -P
         try:
@@ -312,14 +313,19 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
     if delay:
         signal.signal(signal.SIGINT, _interrupt_flush)
         signal.signal(signal.SIGTERM, _interrupt_flush)
-        time.sleep(delay)
-    with state_mod.locked(state_dir) as state:
-        core = state['caches'][str(cache_id)]['cores'].get(str(core_id))
-        if core is not None:
-            core['clean'] += core['dirty']
+    # with flush_steps > 1 in steps, as Open CAS does: -P sees the dirty
+    # count fall meanwhile, and an interrupted flush has written a part
+    for step in range(steps, 0, -1):
+        time.sleep(delay / steps)
+        with state_mod.locked(state_dir) as state:
+            core = state['caches'][str(cache_id)]['cores'].get(str(core_id))
+            if core is None:
+                return
+            cleaned = -(-core['dirty'] // step)     # the rest in the last
+            core['clean'] += cleaned
             state['flushed_blocks'] = state.get('flushed_blocks', 0) + \
-                core['dirty']
-            core['dirty'] = 0
+                cleaned
+            core['dirty'] -= cleaned
 
 
 def _interrupt_flush(signum, frame):

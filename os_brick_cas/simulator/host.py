@@ -144,6 +144,14 @@ class SimulatedHostControl(object):
     def set_flush_speed(self, ms_per_block: float) -> None:
         self._update(flush_ms_per_block=ms_per_block)
 
+    def set_flush_steps(self, steps: int) -> None:
+        """Write a slow flush back in *steps* parts (default 1: at the end).
+
+        With more, ``casadm -P`` sees the dirty count fall during the
+        flush and an interrupted flush keeps only what it had not written.
+        """
+        self._update(flush_steps=steps)
+
     def set_opencas_conf(self, path: Optional[str]) -> None:
         """The file a reboot reads to know which caches/cores come back."""
         self._update(opencas_conf=path)

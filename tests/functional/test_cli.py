@@ -20,20 +20,74 @@ import contextlib
 import io
 import json
 import os
+import shutil
+import signal
 import subprocess
+import sys
 from unittest import mock
 import uuid
 
+import fixtures
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+from requests_mock.contrib import fixture as rm_fixture
+import yaml
+
+from cinder_ext import admin
+from os_brick_cas.cmd import config
+from os_brick_cas.cmd import doctor as doctor_cmd
 from os_brick_cas.cmd import main as cli
 from tests.functional import base
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+CINDER = 'http://cinder.fake/v3/project'
 
 VOL_WT = str(uuid.UUID(int=0xc11))
 VOL_WB = str(uuid.UUID(int=0xc12))
 
 
+def write_cli_conf(test: base.FunctionalTestCase) -> str:
+    """The test's [os_brick_cas] as a file, for the CLI in a subprocess."""
+    conf = os.path.join(test.tmp, 'cas.conf')
+    with open(conf, 'w') as conf_file:
+        conf_file.write(
+            '[os_brick_cas]\ncache_instances = wt:1,wb:2\n'
+            'opencas_conf = %s\nstate_path = %s\nlock_path = %s\n'
+            'sysfs_rbd_root = %s\n' % (test.opencas_conf, test.tmp,
+                                       test.tmp, test.host.sysfs_root))
+    return conf
+
+
 class CliTestCase(base.FunctionalTestCase):
 
     caches = {1: 'wt', 2: 'wb'}
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.fake_root()
+        self.useFixture(fixtures.MockPatchObject(config, 'ROOT', self.root))
+        self.useFixture(fixtures.EnvironmentVariable(config.ENV))
+        self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD'))
+        self.useFixture(fixtures.EnvironmentVariable('OS_AUTH_URL'))
+
+    def fake_root(self) -> str:
+        """A compute host's files as doctor reads them, all in place."""
+        root = os.path.join(self.tmp, 'root')
+        for directory in ('etc/nova/rootwrap.d', 'etc/udev/rules.d',
+                          'usr/local/bin', 'sys/module/rbd',
+                          'sys/module/cas_cache'):
+            os.makedirs(os.path.join(root, directory))
+        shutil.copy(os.path.join(REPO, 'etc/rootwrap.d/os-brick-cas.filters'),
+                    os.path.join(root, 'etc/nova/rootwrap.d'))
+        shutil.copy(os.path.join(REPO, 'etc/udev/rules.d/'
+                                 '60-os-brick-cas-rbd.rules'),
+                    os.path.join(root, 'etc/udev/rules.d'))
+        namer = os.path.join(root, 'usr/local/bin/os-brick-cas-rbd-namer')
+        with open(namer, 'w') as script:
+            script.write('#!/bin/sh\n')
+        os.chmod(namer, 0o755)
+        return root
 
     def cli(self, *argv: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
@@ -66,7 +120,7 @@ class StatusTestCase(CliTestCase):
 
         code, out, err = self.cli('status', '--format', 'json')
         self.assertEqual(0, code, err)
-        caches = {c['cache_id']: c for c in json.loads(out)}
+        caches = {c['cache_id']: c for c in json.loads(out)['caches']}
         self.assertEqual(({'wt', 'wb'}, 'wb'), (
             {c['mode'] for c in caches.values()}, caches[2]['mode']))
         self.assertEqual('wt', caches[1]['configured_mode'])
@@ -108,8 +162,18 @@ class DoctorTestCase(CliTestCase):
         self.attach(VOL_WB, 'wb')
         code, lines = self.doctor()
         self.assertEqual(0, code, lines)
-        self.assertEqual('all checks passed', lines[-1])
-        self.assertTrue(all(line.startswith('OK ') for line in lines[:-1]))
+        self.assertTrue(lines[0].startswith('host '), lines[0])
+        # owners need Cinder credentials: not checked, and said so
+        [skip] = [line for line in lines if not line.startswith('OK ')][1:-1]
+        self.assertTrue(skip.startswith('SKIP owners: not checked: no Cinder '
+                                        'credentials'), skip)
+        self.assertEqual('all checks that ran passed; 1 not checked (SKIP)',
+                         lines[-1])
+        for found in ('OK   kernel module rbd is loaded',
+                      'OK   kernel module cas_cache is loaded',
+                      'OK   rootwrap filter for os_brick_cas.privileged.flush',
+                      'OK   udev rule ', 'OK   state_path '):
+            self.assertIn(found, '\n'.join(lines))
 
     def test_each_problem_is_one_line_with_what_to_do(self):
         self.attach(VOL_WB, 'wb')
@@ -149,16 +213,83 @@ class DoctorTestCase(CliTestCase):
         self.host.set_module_loaded(False)
         code, lines = self.doctor()
         self.assertEqual(2, code)
-        self.assertIn('modprobe cas_cache', lines[0])
+        self.assertIn('modprobe cas_cache', lines[1])
+        # what needs casadm's answer is not checked, and says so
+        self.assertIn('SKIP cache-instances: not checked: casadm does not '
+                      'answer', '\n'.join(lines))
 
     def test_warnings_only_exit_1(self):
         self.attach(VOL_WB, 'wb')
-        [core] = self.cores()
-        self.host.set_dirty(core.cache_id, core.core_id, 5)
-        self.host.reboot()              # inactive core: a warning, no failure
+        os.remove(os.path.join(self.root, 'etc/udev/rules.d/'
+                               '60-os-brick-cas-rbd.rules'))
         code, lines = self.doctor()
         self.assertEqual(1, code, lines)
         self.assertFalse([line for line in lines if line.startswith('FAIL')])
+        self.assertIn('WARN udev rule 60-os-brick-cas-rbd.rules is not '
+                      'installed', '\n'.join(lines))
+
+    def test_incomplete_instance_after_a_reboot_is_a_failure(self):
+        # main: "OK mode wb -> cache instance 2 is running", exit 1
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 5)
+        self.host.reboot()      # the core inactive, the instance Incomplete
+        code, lines = self.doctor()
+        self.assertEqual(2, code, lines)
+        [line] = [line for line in lines if 'cache instance 2' in line and
+                  line.startswith(('OK', 'FAIL'))
+                  and 'opencas.conf' not in line]
+        self.assertTrue(line.startswith('FAIL mode wb -> cache instance 2 is '
+                                        'Incomplete: core(s) %d are inactive'
+                                        % core.core_id), line)
+
+    def test_json_findings_carry_check_and_volume_ids(self):
+        # main: findings had only level and message
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 5)
+        self.host.reboot()
+        code, out, _ = self.cli('doctor', '--format', 'json')
+        doc = json.loads(out)
+        [inactive] = [f for f in doc['findings'] if f['check'] == 'cores']
+        self.assertEqual((VOL_WB, core.cache_id, core.core_id, 'WARN'),
+                         (inactive['volume_id'], inactive['cache_id'],
+                          inactive['core_id'], inactive['level']))
+        self.assertEqual(
+            ['casadm', 'kernel', 'kernel-modules', 'rootwrap-filter',
+             'udev-rule', 'state-path', 'configuration', 'cache-instances',
+             'stopped-caches', 'persistence', 'cores', 'drain',
+             'fallback-policy', 'owners'],
+            list(dict.fromkeys(f['check'] for f in doc['findings'])))
+
+    def test_new_host_checks_fail_with_what_to_do(self):
+        # main had no rootwrap, kernel-module or state_path check
+        os.rmdir(os.path.join(self.root, 'sys/module/rbd'))
+        with open(os.path.join(self.root, 'etc/nova/rootwrap.d/'
+                               'os-brick-cas.filters'), 'w') as filters:
+            filters.write('[Filters]\n')   # an older release: no flush filter
+        os.chmod(self.tmp, 0o777)           # state_path
+        self.addCleanup(os.chmod, self.tmp, 0o700)
+        code, lines = self.doctor()
+        self.assertEqual(2, code)
+        text = '\n'.join(lines)
+        self.assertIn('FAIL kernel module rbd is not loaded (krbd maps the '
+                      'volumes): run "modprobe rbd"', text)
+        self.assertIn('FAIL no rootwrap filter for os_brick_cas.privileged.'
+                      'flush in %s/etc/nova/rootwrap.d' % self.root, text)
+        self.assertIn('is writable by group or others (mode 777)', text)
+
+    def test_a_crashing_check_exits_255_and_names_itself(self):
+        def broken(host):
+            raise RuntimeError('boom')
+            yield
+        self.useFixture(fixtures.MockPatchObject(
+            doctor_cmd.checks, 'REGISTRY',
+            doctor_cmd.checks.load() + [('broken', broken)]))
+        code, lines = self.doctor()
+        self.assertEqual(255, code)
+        self.assertIn('ERROR broken: the check crashed (RuntimeError: boom)',
+                      '\n'.join(lines))
 
     def test_json_healthy_host(self):
         self.attach(VOL_WB, 'wb')
@@ -166,7 +297,8 @@ class DoctorTestCase(CliTestCase):
         doc = json.loads(out)
         self.assertEqual((0, 0, 'OK'), (code, doc['exit_code'],
                                         doc['result']))
-        self.assertEqual({'OK'}, {f['level'] for f in doc['findings']})
+        self.assertEqual({'OK', 'SKIP'}, {f['level'] for f in doc['findings']})
+        self.assertEqual([], doc['config_files'])
         self.assertTrue(any('is supported by Open CAS 26.03' in f['message']
                             for f in doc['findings']))
 
@@ -242,6 +374,55 @@ class FlushTestCase(CliTestCase):
         self.assertEqual(1, code)
         self.assertIn('timeout 1s', out)
         self.assertGreater(self.dirty(core), 0)
+
+    def test_progress_while_the_dirty_count_falls(self):
+        # main: one line before and one after, nothing in between
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 300)
+        self.host.set_flush_speed(10)       # 3 s for 300 blocks
+        self.host.set_flush_steps(20)
+        code, out, err = self.cli('flush', '--volume', VOL_WB, '--progress')
+        self.assertEqual(0, code, err)
+        shown = [line for line in out.splitlines() if '% flushed' in line]
+        self.assertGreaterEqual(len(shown), 2, out)
+        percents = [int(line.split(': ')[1].split('%')[0]) for line in shown]
+        self.assertEqual(sorted(percents), percents)
+        self.assertTrue(any(0 < p < 100 for p in percents), percents)
+        self.assertRegex(shown[-1], r'\d+% flushed, \d+\.\d MiB/s, \d+ '
+                                    r'dirty blocks left, ETA \d+:\d\d:\d\d$')
+
+    def test_ctrl_c_is_one_line_exit_130_and_the_data_state(self):
+        # main: a KeyboardInterrupt traceback
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 400)
+        self.host.set_flush_speed(25)       # 10 s
+        self.host.set_flush_steps(20)
+        conf = write_cli_conf(self)
+        flush = subprocess.Popen(
+            [sys.executable, '-m', 'os_brick_cas.cmd.main', 'flush',
+             '--all', '--progress', '--config-file', conf],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, PYTHONPATH=REPO), start_new_session=True,
+            # as from a shell on a terminal, even if this runner ignores it
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        self.addCleanup(flush.kill)
+        for line in flush.stdout:
+            if '% flushed' in line:
+                break
+        os.killpg(flush.pid, signal.SIGINT)    # what Ctrl-C does
+        out, err = flush.communicate(timeout=30)
+        self.assertEqual(130, flush.returncode, err)
+        [line] = err.splitlines()
+        left = self.dirty(core)
+        self.assertGreater(left, 0)
+        self.assertEqual('os-brick-cas flush: interrupted: %d dirty blocks '
+                         'remain on core %d of cache instance 2 (volume %s), '
+                         'nothing lost: they stay in the cache until a flush '
+                         'or detach writes them to Ceph' % (
+                             left, core.core_id, VOL_WB), line)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
 
     def test_unknown_volume(self):
         self.assertRaises(SystemExit, self.cli, 'flush', '--volume', VOL_WT)
@@ -332,11 +513,10 @@ class ConfigFilesTestCase(CliTestCase):
         self.assertIn('FAIL mode wt -> cache instance 2', out)
 
     def test_nova_conf_dir_read_by_default(self):
-        conf_dir = os.path.join(self.tmp, 'nova.conf.d')
+        conf_dir = os.path.join(self.root, 'etc/nova/nova.conf.d')
         os.mkdir(conf_dir)
         os.rename(self.swapped, os.path.join(conf_dir, '50-cas.conf'))
-        with mock.patch.object(cli, 'NOVA_CONF_DIR', conf_dir):
-            code, out, err = self.cli('doctor')
+        code, out, err = self.cli('doctor')
         self.assertEqual(2, code, err)
         self.assertIn('FAIL mode wt -> cache instance 2', out)
 
@@ -345,3 +525,209 @@ class ConfigFilesTestCase(CliTestCase):
         self.assertEqual(2, code)
         self.assertEqual('os-brick-cas: configuration: Failed to find some '
                          'config files: /nonexistent.conf', err.strip())
+
+
+class ConfigDiscoveryTestCase(CliTestCase):
+    """Where nova's config lives on common deployments (issue 23, 1)."""
+
+    def setUp(self):
+        super().setUp()
+        # the files found must decide cache_instances, not the fixture
+        self.conf.conf.clear_override('cache_instances', group='os_brick_cas')
+
+    def write(self, relative: str, text: str) -> str:
+        path = os.path.join(self.root, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as conf_file:
+            conf_file.write(text)
+        return path
+
+    def test_kolla_nova_conf_is_found_and_named(self):
+        # main: only /etc/nova/nova.conf(.d) was read; kolla's was not
+        kolla = self.write('etc/kolla/nova-compute/nova.conf',
+                           '[os_brick_cas]\ncache_instances = wt:2,wb:1\n')
+        code, out, err = self.cli('doctor')
+        self.assertEqual(2, code, err)
+        self.assertIn('configuration read from: %s' % kolla, out)
+        self.assertIn('FAIL mode wt -> cache instance 2', out)
+        code, out, err = self.cli('status', '--format', 'json')
+        self.assertEqual([kolla], json.loads(out)['config_files'])
+
+    def test_nova_conf_then_env_file_later_wins(self):
+        nova = self.write('etc/nova/nova.conf',
+                          '[os_brick_cas]\ncache_instances = wt:2,wb:1\n')
+        extra = self.write('elsewhere/cas.conf',
+                           '[os_brick_cas]\ncache_instances = wt:1,wb:2\n')
+        self.useFixture(fixtures.EnvironmentVariable(config.ENV, extra))
+        code, out, err = self.cli('doctor', '--format', 'json')
+        doc = json.loads(out)
+        self.assertEqual([nova, extra], doc['config_files'])
+        self.assertEqual(0, code, out)
+
+    def test_no_configuration_is_one_fail_and_no_volume_advice(self):
+        # main: FAIL "cache_instances is empty" plus "detach and re-attach"
+        # for every cached volume; status said OFFERED "no"
+        self.conf.config(group='os_brick_cas', cache_instances={'wb': '2'})
+        self.attach(VOL_WB, 'wb')
+        self.conf.conf.clear_override('cache_instances', group='os_brick_cas')
+        code, lines, _ = self.cli('doctor')
+        fails = [line for line in lines.splitlines()
+                 if line.startswith('FAIL')]
+        self.assertEqual(2, code)
+        self.assertEqual(1, len(fails), fails)
+        self.assertTrue(fails[0].startswith('FAIL no configuration found; '
+                                            'pass --config-file'), fails)
+        self.assertNotIn('re-attach', lines)
+        self.assertNotIn(VOL_WB, lines)
+        code, out, err = self.cli('status')
+        self.assertEqual(0, code, err)
+        self.assertIn('no configuration found; pass --config-file', err)
+        [row] = [line for line in out.splitlines() if line.startswith('2 ')]
+        self.assertEqual('?', row.split()[4])        # OFFERED: unknown
+
+
+class HostIdentityTestCase(CliTestCase):
+    """Ownership verdicts use nova's name for this host (issue 23, 2)."""
+
+    def setUp(self):
+        super().setUp()
+        http = self.useFixture(rm_fixture.Fixture())
+        self.owner = {'os-brick-cas:fence': 'compute-a',
+                      'os-brick-cas:fence-epoch': None}
+        http.get(CINDER + '/volumes/' + VOL_WB, json=lambda request, ctx: {
+            'volume': dict(id=VOL_WB, **self.owner)})
+        self.useFixture(fixtures.MockPatchObject(
+            admin, 'session_factory', lambda: ks_session.Session(
+                auth=token_endpoint.Token(CINDER, 'admin'))))
+        self.nova_conf = os.path.join(self.tmp, 'nova.conf')
+        with open(self.nova_conf, 'w') as conf_file:
+            conf_file.write('[DEFAULT]\nhost = compute-a\n')
+
+    def test_verdicts_for_the_host_nova_conf_names(self):
+        # main: --host defaulted to gethostname(): "stale: newer data is
+        # with compute-a" on compute-a itself
+        self.assertNotEqual('compute-a', config.socket.gethostname())
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 7)
+        code, out, err = self.cli('doctor', '--format', 'json',
+                                  '--config-file', self.nova_conf)
+        doc = json.loads(out)
+        self.assertEqual('compute-a', doc['host'])
+        [owner] = [f for f in doc['findings'] if f['check'] == 'owners']
+        self.assertEqual(('OK', VOL_WB), (owner['level'], owner['volume_id']))
+        self.assertIn('owner: this host', owner['message'])
+        code, out, err = self.cli('status', '--format', 'json',
+                                  '--config-file', self.nova_conf)
+        [cache] = [c for c in json.loads(out)['caches'] if c['cores']]
+        self.assertTrue(cache['cores'][0]['owner'].startswith(
+            'owner: this host (Cinder: compute-a'), cache['cores'][0])
+        code, out, err = self.cli('owners', '-f', 'json',
+                                  '--config-file', self.nova_conf)
+        self.assertEqual(0, code, err)
+        [volume] = json.loads(out)['volumes']
+        self.assertEqual((VOL_WB, 7, 'owner: this host'), (
+            volume['volume_id'], volume['dirty_blocks'], volume['verdict']))
+        # and without nova's name, the hostname as nova does
+        code, out, err = self.cli('owners', '-f', 'value')
+        [row] = out.splitlines()
+        self.assertTrue(row.endswith('stale: newer data is with compute-a'),
+                        row)
+
+    def test_help_never_shows_the_build_machine(self):
+        # main: "(default: <the machine's hostname>)" in help and the docs
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertRaises(SystemExit, cli.main, ['status', '--help'])
+        text = ' '.join(out.getvalue().split())
+        self.assertNotIn(config.socket.gethostname(), text)
+        self.assertIn(config.HOST_PLACEHOLDER, text)
+
+
+class UnreachableCinderTestCase(CliTestCase):
+    """Keystone down is a finding with what to do (issue 23, 3)."""
+
+    def test_doctor_and_status_with_keystone_unreachable(self):
+        # main: a keystoneauth ConnectFailure traceback, exit 1
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 3)
+        for name, value in (('OS_AUTH_URL', 'http://127.0.0.1:9/v3'),
+                            ('OS_USERNAME', 'admin'), ('OS_PASSWORD', 'x'),
+                            ('OS_PROJECT_NAME', 'admin'),
+                            ('OS_USER_DOMAIN_NAME', 'Default'),
+                            ('OS_PROJECT_DOMAIN_NAME', 'Default')):
+            self.useFixture(fixtures.EnvironmentVariable(name, value))
+        code, out, err = self.cli('doctor')
+        self.assertEqual(1, code, out + err)
+        self.assertNotIn('Traceback', out + err)
+        [line] = [line for line in out.splitlines()
+                  if 'cannot ask Cinder' in line]
+        self.assertTrue(line.startswith('WARN'), line)
+        self.assertIn('ConnectFailure', line)
+        self.assertIn('Keystone and Cinder', line)
+        code, out, err = self.cli('status')
+        self.assertEqual(0, code, err)
+        self.assertIn('owners not shown: cannot ask Cinder', err)
+        code, out, err = self.cli('owners')
+        self.assertEqual(1, code, err)
+        self.assertTrue(err.startswith('os-brick-cas owners: cannot ask '
+                                       'Cinder'), err)
+        self.assertEqual(1, len(err.splitlines()), err)
+
+
+class OutputFormatTestCase(CliTestCase):
+    """One -f/--format on every listing verb (issue 23, 5)."""
+
+    def test_yaml_and_value(self):
+        self.attach(VOL_WB, 'wb')
+        code, out, err = self.cli('status', '-f', 'yaml')
+        self.assertEqual(0, code, err)
+        doc = yaml.safe_load(out)
+        self.assertEqual([VOL_WB], [core['volume_id'] for c in doc['caches']
+                                    for core in c['cores']])
+        code, out, err = self.cli('status', '-f', 'value')
+        [row] = out.splitlines()
+        self.assertEqual(['2', '1', VOL_WB, 'Active', '0'], row.split()[:5])
+        code, out, err = self.cli('doctor', '-f', 'value')
+        self.assertIn('OK casadm casadm ', out)
+
+
+class ConventionsTestCase(CliTestCase):
+    """What an operator's shell sees (issue 23, 5)."""
+
+    def run_cli(self, *argv: str, **kwargs) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=REPO)
+        return subprocess.run(
+            [sys.executable, '-m', 'os_brick_cas.cmd.main'] + list(argv),
+            capture_output=True, text=True, env=env, **kwargs)
+
+    def test_version_prints_one_line_and_nothing_else(self):
+        # main: a 9-line EventletDeprecationWarning on stderr
+        done = self.run_cli('--version')
+        self.assertEqual(0, done.returncode)
+        self.assertEqual('', done.stderr)
+        self.assertEqual(1, len(done.stdout.splitlines()))
+
+    def test_no_log_lines_without_verbose(self):
+        # main: oslo.log INFO lines on stdout among the command's output
+        self.attach(VOL_WB, 'wb')
+        conf = write_cli_conf(self)
+        done = self.run_cli('flush', '--all', '--config-file', conf)
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertEqual('', done.stderr)
+        self.assertNotIn(' INFO ', done.stdout)
+        done = self.run_cli('--debug', 'flush', '--all', '--config-file',
+                            conf)
+        self.assertIn(' DEBUG ', done.stderr)
+        self.assertNotIn(' DEBUG ', done.stdout)
+
+    def test_non_root_is_one_line(self):
+        # main: a FailedToDropPrivileges traceback from the privsep client
+        with mock.patch('os.geteuid', return_value=1000):
+            code, out, err = self.cli('status')
+        self.assertEqual(2, code)
+        self.assertEqual('os-brick-cas status: must run as root (it calls '
+                         'casadm and rbd) (try: sudo os-brick-cas status ... '
+                         '/ docker exec -u root nova_compute os-brick-cas '
+                         'status ...)', err.strip())

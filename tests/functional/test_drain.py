@@ -80,7 +80,7 @@ class DrainBase(base.FunctionalTestCase):
         code, out, err = self.cli('status', '--format', 'json')
         self.assertEqual(0, code, err)
         return {(c['cache_id'], c['core_id']): c['drained']
-                for cache in json.loads(out) for c in cache['cores']}
+                for cache in json.loads(out)['caches'] for c in cache['cores']}
 
 
 class DrainTestCase(DrainBase):
