@@ -26,6 +26,7 @@ from typing import Any, Optional, TextIO
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import modes
 from os_brick_cas import opts
@@ -80,7 +81,8 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
             prefix, before, timeout), file=out, flush=True)
         start = time.monotonic()
         try:
-            casadm.flush(core.cache_id, core.core_id, timeout)
+            with events.timed(events.FLUSH):   # os_brick_cas_flush_seconds
+                casadm.flush(core.cache_id, core.core_id, timeout)
         except (exception.FlushFailed, exception.FlushTimedOut) as exc:
             failures.append('%s: %s' % (prefix, exc))
             elapsed = time.monotonic() - start
