@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 
+import fixtures
 from prometheus_client import parser
 import yaml
 
@@ -64,7 +65,8 @@ class HostTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.conf.config(group=metrics_opts.GROUP, proc_root=self.tmp)
+        self.conf.config(group=metrics_opts.GROUP, proc_root=self.tmp,
+                         cache_seconds=0)
         self.fake = self.useFixture(base.FakeCasadm())
         self.fake.reply('--list-caches', (0, base.list_csv(
             'cache,1,/dev/nvme0n1p1,Running,wb,-',
@@ -130,6 +132,34 @@ class CollectorTestCase(HostTestCase):
             value(scrape, 'os_brick_cas_core_active', core_id='2'),
             value(scrape, 'os_brick_cas_casadm_call_seconds_count',
                   operation='stats')))
+
+    def test_a_collection_is_reused_for_cache_seconds(self):
+        self.conf.config(group=metrics_opts.GROUP, cache_seconds=3600)
+        first = self.scrape()
+        calls = len(self.fake.calls)
+        self.assertEqual(first, self.scrape())
+        self.assertEqual(calls, len(self.fake.calls))
+        self.conf.config(group=metrics_opts.GROUP, cache_seconds=0)
+        self.scrape()
+        self.assertEqual(2 * calls, len(self.fake.calls))
+
+    def test_the_exporters_own_short_casadm_bound(self):
+        # [os_brick_cas] casadm_timeout (60 s) is for nova; a scrape's
+        # calls use [os_brick_cas_exporter] casadm_timeout
+        self.conf.config(group=metrics_opts.GROUP, casadm_timeout=3)
+        bounds = []
+        execute = self.fake._execute
+
+        def spy(binary, *args, **kwargs):
+            bounds.append(kwargs['timeout'])
+            return execute(binary, *args, **kwargs)
+        self.useFixture(fixtures.MockPatch(
+            'os_brick_cas.privileged.casadm.processutils.execute',
+            side_effect=spy))
+        self.scrape()
+        self.assertEqual({3}, set(bounds))
+        # -L, -P of the instance, its IO classes, -P of each of 2 cores
+        self.assertEqual(5, len(bounds))
 
 
 class MonitoringFilesTestCase(HostTestCase):
