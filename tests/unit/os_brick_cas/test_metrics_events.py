@@ -15,9 +15,11 @@ state_path/events never hangs a scrape, fails it, or makes the root
 writer follow a link. Real files, FIFOs and symlinks in a temp dir."""
 
 import json
+import logging
 import os
 import threading
 
+import ddt
 import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
@@ -48,7 +50,8 @@ def finishes(func, *args) -> bool:
     return not worker.is_alive()
 
 
-class EventFilesTestCase(testtools.TestCase):
+class EventsDirTestCase(testtools.TestCase):
+    """A state_path/events directory and an exporter registry reading it."""
 
     def setUp(self) -> None:
         super().setUp()
@@ -82,6 +85,11 @@ class EventFilesTestCase(testtools.TestCase):
         return (scrape["os_brick_cas_flush_seconds_count{'result': 'ok'}"],
                 scrape['os_brick_cas_event_lines_invalid_total{}'])
 
+
+@ddt.ddt
+class EventFilesTestCase(EventsDirTestCase):
+    """The reader: what it skips, counts and never does."""
+
     def test_a_fifo_named_jsonl_is_skipped_without_hanging(self):
         fifo = os.path.join(self.dir, '66.jsonl')
         os.mkfifo(fifo)
@@ -107,17 +115,24 @@ class EventFilesTestCase(testtools.TestCase):
         self.write('1.jsonl', line())
         self.assertEqual((0, 0), self.counts())
 
-    def test_invalid_fields_are_counted_and_skipped(self):
-        bad = [line(kind=1), line(kind=['flush']), line(result=['ok']),
-               line(result={'ok': 1}), line(seconds='5'), line(seconds=True),
-               line(seconds=-1), line(kind='rm -rf'), line(result='fine'),
-               '{"kind": "flush", "result": "ok", "seconds": NaN}\n',
-               '[1, 2]\n', 'not json\n', '\xff\xfe\n', '[' * 3000 + '\n']
-        self.write('1.jsonl', ''.join(bad) + line(seconds=2))
-        self.assertEqual((1, len(bad)), self.counts())
+    @ddt.data(line(kind=1), line(kind=['flush']), line(kind=None),
+              line(result=['ok']), line(result={'ok': 1}), line(seconds='5'),
+              line(seconds=True), line(seconds=-1), line(seconds=[1]),
+              line(kind='rm -rf'), line(result='fine'),
+              '{"kind": "flush", "result": "ok", "seconds": NaN}\n',
+              '{"kind": "flush", "result": "ok", "seconds": 1e999}\n',
+              '[1, 2]\n', '"flush"\n', 'not json\n', '[' * 3000 + '\n')
+    def test_an_invalid_line_is_counted_and_skipped(self, bad):
+        self.write('1.jsonl', line(seconds=2) + bad + line(seconds=3))
+        self.assertEqual((2, 1), self.counts())
         # the next scrape reads on from there
-        self.write('1.jsonl', line(kind='flush'))
-        self.assertEqual((2, len(bad)), self.counts())
+        self.write('1.jsonl', line())
+        self.assertEqual((3, 1), self.counts())
+
+    def test_bytes_that_are_not_utf8_are_an_invalid_line(self):
+        with open(os.path.join(self.dir, '1.jsonl'), 'wb') as log:
+            log.write(b'{"kind": "\xff\xfe"}\n' + line().encode())
+        self.assertEqual((1, 1), self.counts())
 
     def test_an_oversize_line_is_counted_once_and_skipped(self):
         self.write('1.jsonl', line(padding='x' * (2 * events.MAX_LINE)) +
@@ -133,7 +148,7 @@ class EventFilesTestCase(testtools.TestCase):
         self.assertEqual((2, 2), self.counts())
 
 
-class WriterTestCase(EventFilesTestCase):
+class WriterTestCase(EventsDirTestCase):
     """The writer (root, for the CLI) never follows a planted link."""
 
     def mine(self) -> str:
@@ -144,12 +159,14 @@ class WriterTestCase(EventFilesTestCase):
         with open(target, 'w') as victim:
             victim.write('root:x\n')
         os.symlink(target, self.mine())
-        with self.assertLogs('os_brick_cas.events', 'WARNING') as logs:
-            events.record(events.FLUSH, 1, events.OK)
-        self.assertIn('Could not record flush', logs.output[0])
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='os_brick_cas.events', level=logging.WARNING))
+        events.record(events.FLUSH, 1, events.OK)
         with open(target) as victim:
             self.assertEqual('root:x\n', victim.read())
         self.assertTrue(os.path.islink(self.mine()))
+        # a planted link is worth a warning, not only a debug line
+        self.assertIn('Could not record flush', logs.output)
 
     def test_a_planted_symlink_for_the_rotated_file_is_replaced(self):
         self.useFixture(fixtures.MonkeyPatch('os_brick_cas.events.MAX_BYTES',
