@@ -42,6 +42,18 @@ def line(**fields) -> str:
     return json.dumps(event) + '\n'
 
 
+class _Bad(str):
+    """A malformed event line, named for ddt."""
+
+    __name__ = ''
+
+
+def bad(name: str, text: str) -> _Bad:
+    value = _Bad(text)
+    value.__name__ = name
+    return value
+
+
 def finishes(func, *args) -> bool:
     """Whether func(*args) returns within PROMPT (it may hang forever)."""
     worker = threading.Thread(target=func, args=args, daemon=True)
@@ -115,13 +127,24 @@ class EventFilesTestCase(EventsDirTestCase):
         self.write('1.jsonl', line())
         self.assertEqual((0, 0), self.counts())
 
-    @ddt.data(line(kind=1), line(kind=['flush']), line(kind=None),
-              line(result=['ok']), line(result={'ok': 1}), line(seconds='5'),
-              line(seconds=True), line(seconds=-1), line(seconds=[1]),
-              line(kind='rm -rf'), line(result='fine'),
-              '{"kind": "flush", "result": "ok", "seconds": NaN}\n',
-              '{"kind": "flush", "result": "ok", "seconds": 1e999}\n',
-              '[1, 2]\n', '"flush"\n', 'not json\n', '[' * 3000 + '\n')
+    @ddt.data(
+        bad('kind_int', line(kind=1)), bad('kind_list', line(kind=['flush'])),
+        bad('kind_null', line(kind=None)),
+        bad('kind_unknown', line(kind='rm -rf')),
+        bad('result_list', line(result=['ok'])),
+        bad('result_dict', line(result={'ok': 1})),
+        bad('result_unknown', line(result='fine')),
+        bad('seconds_str', line(seconds='5')),
+        bad('seconds_bool', line(seconds=True)),
+        bad('seconds_negative', line(seconds=-1)),
+        bad('seconds_list', line(seconds=[1])),
+        bad('seconds_nan',
+            '{"kind": "flush", "result": "ok", "seconds": NaN}\n'),
+        bad('seconds_inf',
+            '{"kind": "flush", "result": "ok", "seconds": 1e999}\n'),
+        bad('not_an_object', '[1, 2]\n'), bad('a_string', '"flush"\n'),
+        bad('not_json', 'not json\n'),
+        bad('nested_deeper_than_recursion', '[' * 3000 + '\n'))
     def test_an_invalid_line_is_counted_and_skipped(self, bad):
         self.write('1.jsonl', line(seconds=2) + bad + line(seconds=3))
         self.assertEqual((2, 1), self.counts())
