@@ -13,19 +13,28 @@
 """The metrics collector on casadm 26.03's own output, and the alert rules
 and dashboard shipped in etc/monitoring against what it exports."""
 
+import contextlib
 import csv
+import datetime
 import io
 import ipaddress
 import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
+import urllib.request
 
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import serialization
+from cryptography import x509
 import fixtures
 from prometheus_client import parser
 import yaml
 
+from os_brick_cas.cmd import main as cli_main
 from os_brick_cas.metrics import exporter
 from os_brick_cas.metrics import opts as metrics_opts
 from tests.unit.os_brick_cas import base
@@ -343,3 +352,83 @@ class MonitoringFilesTestCase(HostTestCase):
         self.assertEqual(set(), exported - documented)
         # and names no metric that does not exist (the option group aside)
         self.assertEqual(set(), documented - exported - {metrics_opts.GROUP})
+
+
+def self_signed(directory: str) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME,
+                                         'os-brick-cas test')])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address('127.0.0.1'))]),
+                critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None),
+                           critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path = os.path.join(directory, 'cert.pem')
+    key_path = os.path.join(directory, 'key.pem')
+    with open(cert_path, 'wb') as out:
+        out.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, 'wb') as out:
+        out.write(key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+class HttpsTestCase(HostTestCase):
+    """Optional TLS and client certificates of the HTTP endpoint."""
+
+    def setUp(self):
+        super().setUp()
+        self.cert, self.key = self_signed(self.tmp)
+        self.conf.config(group=metrics_opts.GROUP, listen_port=0,
+                         tls_cert_file=self.cert, tls_key_file=self.key)
+
+    def serve(self) -> str:
+        server, thread = exporter.start_http()
+        self.addCleanup(thread.join, 5)
+        self.addCleanup(server.shutdown)
+        return '127.0.0.1:%d/metrics' % server.server_port
+
+    def get(self, url: str, context=None) -> str:
+        with urllib.request.urlopen(url, timeout=10,
+                                    context=context) as response:
+            return response.read().decode()
+
+    def client(self, with_cert: bool) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.cert)
+        if with_cert:
+            context.load_cert_chain(self.cert, self.key)
+        return context
+
+    def test_https_only_when_configured(self):
+        where = self.serve()
+        text = self.get('https://' + where, self.client(False))
+        self.assertIn('os_brick_cas_up 1.0', text)
+        self.assertRaises(OSError, self.get, 'http://' + where)
+
+    def test_client_certificate_required_with_a_client_ca(self):
+        self.conf.config(group=metrics_opts.GROUP,
+                         tls_client_ca_file=self.cert)
+        where = self.serve()
+        self.assertRaises(OSError, self.get, 'https://' + where,
+                          self.client(False))
+        self.assertIn('os_brick_cas_up 1.0', self.get(
+            'https://' + where, self.client(True)))
+
+    def test_half_a_tls_configuration_is_refused(self):
+        self.conf.config(group=metrics_opts.GROUP, tls_key_file=None)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = cli_main.main(['exporter'])
+        self.assertEqual(2, code)
+        self.assertIn('set both [os_brick_cas_exporter] tls_cert_file and '
+                      'tls_key_file, or neither', err.getvalue())
