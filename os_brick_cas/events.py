@@ -21,19 +21,27 @@ one file per process, opened with O_APPEND and written with a single
 The log is bounded: a file past :data:`MAX_BYTES` is renamed to
 ``<pid>.jsonl.1`` (replacing the previous one) and a fresh file started;
 when a process starts a file and more than :data:`MAX_FILES` files are
-there, the oldest are removed. :mod:`os_brick_cas.metrics.events` reads
+there, the oldest are removed. :mod:`os_brick_cas.metrics.eventlog` reads
 the files and aggregates them.
 
 Recording is best effort: a failure to write is logged at debug level
 and never fails the attach, detach or flush being timed.
+
+The directory may be writable by nova's user while the CLI writes as
+root, so neither side follows links: the directory and the files are
+opened with O_NOFOLLOW, only regular files are written or read, and a
+reader validates every line with :func:`parse`.
 """
 
 import contextlib
+import errno
 import json
+import math
 import os
+import stat
 import threading
 import time
-from typing import Iterator
+from typing import Iterator, NamedTuple, Optional
 
 from os_brick import exception as brick_exception
 from oslo_config import cfg
@@ -50,7 +58,15 @@ SUFFIX = '.jsonl'
 MAX_BYTES = 1024 * 1024
 #: event files (current and rotated) kept in the directory
 MAX_FILES = 64
+#: longest line a reader accepts (a written line is under 200 bytes)
+MAX_LINE = 4096
 OK, FAILED, TIMEOUT = 'ok', 'failed', 'timeout'
+RESULTS = (OK, FAILED, TIMEOUT)
+FLUSH, DRAIN, RBD_MAP, RBD_UNMAP = 'flush', 'drain', 'rbd_map', 'rbd_unmap'
+KINDS = (FLUSH, DRAIN, RBD_MAP, RBD_UNMAP)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: a FIFO opens at once and is then refused; a symlink fails with ELOOP
+_NO_FOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TIMEOUTS = (exception.FlushTimedOut, exception.RbdTimedOut,
              exception.CasadmTimedOut, brick_exception.ExecutionTimeout)
 
@@ -77,35 +93,103 @@ def result_of(error: BaseException) -> str:
     return TIMEOUT if isinstance(error, _TIMEOUTS) else FAILED
 
 
-def _prune(directory: str, keep: str) -> None:
-    paths = [os.path.join(directory, name) for name in os.listdir(directory)
-             if SUFFIX in name]
-    paths = [path for path in paths if not path.startswith(keep)]
-    excess = len(paths) + 1 - MAX_FILES
+class Event(NamedTuple):
+    """One validated event line."""
+
+    kind: str
+    seconds: float
+    result: str
+
+
+def parse(line: bytes) -> Optional[Event]:
+    """The event on *line*, or None when it is not a valid event line.
+
+    Valid: at most :data:`MAX_LINE` bytes of JSON, an object whose
+    ``kind`` is one of :data:`KINDS`, ``result`` one of :data:`RESULTS` and
+    ``seconds`` a finite, non-negative number.
+    """
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(event, dict):
+        return None
+    kind, result = event.get('kind'), event.get('result')
+    seconds = event.get('seconds')
+    if (not isinstance(kind, str) or kind not in KINDS or
+            not isinstance(result, str) or result not in RESULTS or
+            isinstance(seconds, bool) or
+            not isinstance(seconds, (int, float)) or
+            not math.isfinite(seconds) or seconds < 0):
+        return None
+    return Event(kind, float(seconds), result)
+
+
+def open_dir(directory: str) -> int:
+    """A descriptor of *directory*; refuses a symlink (ELOOP)."""
+    return os.open(directory, _DIR_FLAGS)
+
+
+def open_file(name: str, dir_fd: int, flags: int, mode: int = 0o644) -> int:
+    """Open *name* in *dir_fd* without following a link; regular files only.
+
+    Raises OSError (ELOOP for a symlink, EINVAL for anything that is not a
+    regular file with one link, e.g. a FIFO).
+    """
+    fd = os.open(name, flags | _NO_FOLLOW, mode, dir_fd=dir_fd)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        raise OSError(errno.EINVAL, 'not a regular file with one link', name)
+    return fd
+
+
+def _prune(dir_fd: int, keep: str) -> None:
+    names = [name for name in os.listdir(dir_fd)
+             if SUFFIX in name and not name.startswith(keep)]
+    excess = len(names) + 1 - MAX_FILES
     if excess <= 0:
         return
-    paths.sort(key=lambda path: os.stat(path).st_mtime)
-    for path in paths[:excess]:
+    mtimes = {}
+    for name in names:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+            mtimes[name] = os.stat(name, dir_fd=dir_fd,
+                                   follow_symlinks=False).st_mtime
+    for name in sorted(mtimes, key=mtimes.get)[:excess]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dir_fd)
+
+
+def _dir_fd(directory: str) -> int:
+    try:
+        return open_dir(directory)
+    except FileNotFoundError:
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+        return open_dir(directory)
 
 
 def _append(line: bytes) -> None:
-    directory = events_dir()
-    path = os.path.join(directory, '%d%s' % (os.getpid(), SUFFIX))
+    name = '%d%s' % (os.getpid(), SUFFIX)
     with _rotate_lock:
+        dir_fd = _dir_fd(events_dir())
         try:
-            size = os.stat(path).st_size
-        except FileNotFoundError:
-            size = None
-        if size is not None and size + len(line) > MAX_BYTES:
-            os.replace(path, path + '.1')
-            size = None
-        if size is None:
-            os.makedirs(directory, mode=0o755, exist_ok=True)
-            _prune(directory, keep=path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                 0o644)
+            try:
+                size: Optional[int] = os.stat(
+                    name, dir_fd=dir_fd, follow_symlinks=False).st_size
+            except FileNotFoundError:
+                size = None
+            if size is not None and size + len(line) > MAX_BYTES:
+                os.replace(name, name + '.1', src_dir_fd=dir_fd,
+                           dst_dir_fd=dir_fd)
+                size = None
+            if size is None:
+                _prune(dir_fd, keep=name)
+            fd = open_file(name, dir_fd,
+                           os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        finally:
+            os.close(dir_fd)
     try:
         os.write(fd, line)
     finally:
@@ -119,6 +203,12 @@ def record(kind: str, seconds: float, result: str) -> None:
                       sort_keys=True) + '\n'
     try:
         _append(line.encode('utf-8'))
+    except OSError as exc:
+        # a link or FIFO where our file belongs was planted: say so
+        level = (LOG.warning if exc.errno in (errno.ELOOP, errno.EINVAL)
+                 else LOG.debug)
+        level('Could not record %s event in %s: %s', kind, events_dir(),
+              exc)
     except Exception as exc:
         LOG.debug('Could not record %s event in %s: %s', kind, events_dir(),
                   exc)

@@ -3,14 +3,14 @@
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
 # Suites: pep8 unit functional nova cinder upstream ceph tempest devstack
-#         docs releasenotes. Each runs even if an earlier one failed; the exit
-# status is non-zero if any failed. Needs root for the system packages
-# (Ceph, fio, rbd-fuse, shellcheck) and for the /dev entries the host
-# simulator creates.
+#         docs releasenotes prometheus. Each runs even if an earlier one
+# failed; the exit status is non-zero if any failed. Needs root for the
+# system packages (Ceph, fio, rbd-fuse, shellcheck, promtool) and for the
+# /dev entries the host simulator creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack docs
-     releasenotes)
+     releasenotes prometheus)
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
@@ -72,6 +72,16 @@ suite() {
         devstack) tools/test-devstack-plugin.sh ;;
         docs) tools/build-docs.sh ;;
         releasenotes) tools/build-releasenotes.sh ;;
+        # promtool required: the alert rules, their unit tests, the
+        # dashboard's queries and a scrape of the simulated host
+        prometheus) (cd etc/monitoring &&
+                     promtool check rules os-brick-cas-alerts.yaml &&
+                     promtool test rules tests/os-brick-cas-alerts-test.yaml) &&
+                    OS_BRICK_CAS_REQUIRE_PROMTOOL=1 stestr_run tests/unit \
+                        'test_metrics\.MonitoringFiles' &&
+                    OS_BRICK_CAS_REQUIRE_PROMTOOL=1 stestr_run \
+                        tests/functional --concurrency 1 \
+                        'test_metrics\..*promtool' ;;
         *) echo "unknown suite $1 (known: ${ALL[*]})"; return 2 ;;
     esac
 }
@@ -88,7 +98,7 @@ for name in "${SUITES[@]}"; do
     elif ! suite "$name"; then
         failed+=("$name")
         case "$name" in
-            unit|functional|nova|cinder|ceph)
+            unit|functional|nova|cinder|ceph|prometheus)
                 stestr failing > "$FAILURES_DIR/$name.txt" 2>&1 ;;
         esac
     fi

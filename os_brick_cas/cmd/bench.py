@@ -32,6 +32,7 @@ from typing import Any, Optional
 from oslo_concurrency import processutils
 
 from os_brick_cas import bench
+from os_brick_cas import benchplot
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
 from os_brick_cas import report
@@ -64,6 +65,10 @@ def add_parser(subparsers: Any) -> None:
                         help='where this runs, printed with the figures')
     parser.add_argument('--json', action='store_true',
                         help='machine-readable output')
+    parser.add_argument('--plot', metavar='FILE.png',
+                        help='also draw the latency percentiles and the read '
+                             'hit ratio per run into FILE.png (needs '
+                             'matplotlib: os-brick-cas[plot])')
     parser.set_defaults(func=run)
 
 
@@ -160,6 +165,12 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit('write profiles overwrite the block device; run '
                          'them only on scratch volumes, with '
                          '--destroy-data, or choose read profiles only')
+    if args.plot:
+        try:
+            benchplot.require()     # before minutes of fio, not after
+        except benchplot.PlotUnavailable as exc:
+            print('os-brick-cas bench: %s' % exc, file=sys.stderr)
+            return 2
     before = {label: hit_ratio(path) for label, path in devices}
     try:
         results = run_profiles(devices, profiles, args.runtime, args.size,
@@ -169,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     after = {label: hit_ratio(path) for label, path in devices}
     labels = [label for label, _ in devices]
+    if args.plot:
+        benchplot.plot(results, args.plot, args.where)
     if args.json:
         print(json.dumps({
             'where': args.where, 'runtime_s': args.runtime,

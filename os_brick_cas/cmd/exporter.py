@@ -13,6 +13,7 @@
 """``os-brick-cas exporter``: Prometheus metrics of this host's caches."""
 
 import argparse
+import ssl
 import sys
 import time
 from typing import Any
@@ -71,6 +72,13 @@ def run(args: argparse.Namespace) -> int:
     group = CONF[opts.GROUP]
     try:
         server, thread = exporter.start_http(CONF)
+    except ValueError as exc:
+        print('os-brick-cas exporter: %s' % exc, file=sys.stderr)
+        return 2
+    except ssl.SSLError as exc:
+        print('os-brick-cas exporter: cannot use the TLS files of [%s]: %s'
+              % (opts.GROUP, exc), file=sys.stderr)
+        return 1
     except OSError as exc:
         print('os-brick-cas exporter: cannot listen on %s:%s: %s (set '
               '[%s] listen_address/listen_port to a free local address)'

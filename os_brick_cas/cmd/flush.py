@@ -29,6 +29,7 @@ from oslo_config import cfg
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import progress
+from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import modes
 from os_brick_cas import opts
@@ -97,8 +98,9 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
             prefix, before, timeout), file=out, flush=True)
         start = time.monotonic()
         try:
-            _flush_one(casadm, core, timeout, before, prefix, out,
-                       show_progress)
+            with events.timed(events.FLUSH):   # os_brick_cas_flush_seconds
+                _flush_one(casadm, core, timeout, before, prefix, out,
+                           show_progress)
         except (exception.FlushFailed, exception.FlushTimedOut) as exc:
             failures.append('%s: %s' % (prefix, exc))
             elapsed = time.monotonic() - start

@@ -19,9 +19,12 @@ casadm's own counters, so they reset when a cache instance is restarted
 id comes from its by-id name, the instance uuid from the QEMU process
 holding its ``/dev/casX-Y`` open (see :mod:`.qemu`).
 
-casadm failures never fail the scrape: ``os_brick_cas_up`` drops to 0 when
-the caches cannot be listed, and ``os_brick_cas_casadm_errors_total``
-counts every failed call.
+casadm failures never fail the scrape: each call is bounded by the
+exporter's ``casadm_timeout`` (seconds, well under a scrape timeout),
+``os_brick_cas_up`` drops to 0 and ``os_brick_cas_collect_errors_total``
+grows when the caches cannot be listed or a call times out, and
+``os_brick_cas_casadm_errors_total`` counts every failed call. One
+collection runs at a time and is reused for ``cache_seconds``.
 """
 
 import time
@@ -37,6 +40,7 @@ from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas.metrics import opts
 from os_brick_cas.metrics import qemu
+from os_brick_cas.metrics import singleflight
 from os_brick_cas import report
 
 LOG = logging.getLogger(__name__)
@@ -172,33 +176,63 @@ class _Families:
         yield from self.io_errors.values()
 
 
+class _ScrapeCasadm(casadm_mod.Casadm):
+    """casadm bounded by the exporter's own, short ``casadm_timeout``."""
+
+    @property
+    def _timeout(self) -> int:
+        return self.conf[opts.GROUP].casadm_timeout
+
+
+class _Collection:
+    """One collection: its casadm calls stop after the first time-out.
+
+    A casadm that hangs once hangs for the next call too; skipping the
+    rest keeps the whole collection within about one ``casadm_timeout``.
+    """
+
+    def __init__(self, collector: 'CasCollector') -> None:
+        self.collector = collector
+        self.timed_out = False
+
+    def call(self, operation: str, func: Callable[..., T],
+             *args: object) -> Optional[T]:
+        errors, seconds = self.collector.errors, self.collector.seconds
+        if self.timed_out:
+            errors[operation] = errors.get(operation, 0) + 1
+            return None
+        start = time.monotonic()
+        try:
+            return func(*args)
+        except exception.CasError as exc:
+            errors[operation] = errors.get(operation, 0) + 1
+            self.timed_out = isinstance(exc, exception.CasadmTimedOut)
+            LOG.warning('metrics: casadm %s failed: %s', operation, exc)
+            return None
+        finally:
+            count, total = seconds.get(operation, (0, 0.0))
+            seconds[operation] = (count + 1,
+                                  total + time.monotonic() - start)
+
+
 class CasCollector(registry.Collector):
     """Metrics of every Open CAS cache instance and core on this host.
 
-    Keeps, across scrapes, how many casadm calls failed and how long they
-    took, per casadm operation.
+    Collections are single-flight and reused for ``cache_seconds`` (see
+    :mod:`.singleflight`); across them it keeps how many casadm calls
+    failed and how long they took, per casadm operation, and how many
+    collections failed.
     """
 
     def __init__(self, conf: Optional[cfg.ConfigOpts] = None,
                  casadm: Optional[casadm_mod.Casadm] = None) -> None:
         self.conf = conf or cfg.CONF
-        self.casadm = casadm or casadm_mod.Casadm(self.conf)
+        self.casadm = casadm or _ScrapeCasadm(self.conf)
         self.errors: dict[str, int] = {}
         self.seconds: dict[str, tuple[int, float]] = {}
-
-    def _call(self, operation: str, func: Callable[..., T],
-              *args: object) -> Optional[T]:
-        start = time.monotonic()
-        try:
-            return func(*args)
-        except exception.CasError as exc:
-            self.errors[operation] = self.errors.get(operation, 0) + 1
-            LOG.warning('metrics: casadm %s failed: %s', operation, exc)
-            return None
-        finally:
-            count, total = self.seconds.get(operation, (0, 0.0))
-            self.seconds[operation] = (count + 1,
-                                       total + time.monotonic() - start)
+        self.failed_collections = 0
+        self._flight = singleflight.SingleFlight(
+            self._collect, lambda: self.conf[opts.GROUP].cache_seconds)
 
     def _instances(self, caches: list[casadm_mod.CacheInstance]
                    ) -> dict[str, str]:
@@ -208,13 +242,14 @@ class CasCollector(registry.Collector):
         devices = [core.exported for cache in caches for core in cache.cores
                    if core.exported]
         try:
-            return qemu.instances_by_device(devices, group.proc_root)
+            return qemu.instances_by_device(devices, group.proc_root,
+                                            group.qemu_user)
         except OSError as exc:
             LOG.warning('metrics: cannot read %s for instance uuids: %s',
                         group.proc_root, exc)
             return {}
 
-    def _add_cache(self, families: _Families,
+    def _add_cache(self, families: _Families, run: _Collection,
                    cache: casadm_mod.CacheInstance,
                    instances: dict[str, str]) -> None:
         cache_labels = [str(cache.cache_id)]
@@ -223,13 +258,13 @@ class CasCollector(registry.Collector):
             1)
         families.cache_running.add_metric(
             cache_labels, 1 if cache.status == 'Running' else 0)
-        stats = self._call('stats', self.casadm.stats, cache.cache_id)
+        stats = run.call('stats', self.casadm.stats, cache.cache_id)
         if stats is not None:
             families.add_stats('cache', cache_labels, stats)
         drained: set[int] = set()
         if cache.current_mode in ('wb', 'wo') and cache.cores:
-            table = self._call('io_classes', self.casadm.list_io_classes,
-                               cache.cache_id)
+            table = run.call('io_classes', self.casadm.list_io_classes,
+                             cache.cache_id)
             drained = drain.drained_cores(table or [])
         for core in cache.cores:
             image, volume_id = report.rbd_image_of(core.device)
@@ -241,34 +276,50 @@ class CasCollector(registry.Collector):
                 labels + [_attachment(core.device)], 1)
             families.drained.add_metric(
                 labels, 1 if core.core_id in drained else 0)
-            stats = self._call('stats', self.casadm.stats, cache.cache_id,
-                               core.core_id)
+            stats = run.call('stats', self.casadm.stats, cache.cache_id,
+                             core.core_id)
             if stats is None:
                 continue
             families.add_stats('core', labels, stats)
             families.dirty_for.add_metric(
                 labels, _value(stats, 'Dirty for [s]') or 0)
 
-    def collect(self) -> Iterator[prom.Metric]:
+    def _collect(self) -> list[prom.Metric]:
+        """One collection, as the list of families every waiter shares."""
         families = _Families()
-        caches = self._call('list', self.casadm.list_caches)
-        families.up.add_metric([], 0 if caches is None else 1)
+        run = _Collection(self)
+        caches = run.call('list', self.casadm.list_caches)
         if caches:
             instances = self._instances(caches)
             for cache in caches:
-                self._add_cache(families, cache, instances)
-        yield from families.all()
+                self._add_cache(families, run, cache, instances)
+        up = caches is not None and not run.timed_out
+        if not up:
+            self.failed_collections += 1
+        families.up.add_metric([], 1 if up else 0)
+        return list(families.all()) + self._own_metrics()
+
+    def _own_metrics(self) -> list[prom.Metric]:
+        collect_errors = prom.CounterMetricFamily(
+            PREFIX + 'collect_errors',
+            'Collections that failed: casadm could not list the caches or '
+            'a casadm call ran out of casadm_timeout (os_brick_cas_up was '
+            '0).')
+        collect_errors.add_metric([], self.failed_collections)
         errors = prom.CounterMetricFamily(
             PREFIX + 'casadm_errors',
-            'casadm calls of the exporter that failed, by operation.',
+            'casadm calls of the exporter that failed or were skipped after '
+            'a time-out, by operation.',
             labels=['operation'])
         calls = prom.SummaryMetricFamily(
             PREFIX + 'casadm_call_seconds',
             'Time the exporter\'s casadm calls took, by operation.',
             labels=['operation'])
-        for operation in sorted(self.seconds):
+        for operation in sorted(self.seconds.keys() | self.errors.keys()):
             errors.add_metric([operation], self.errors.get(operation, 0))
-            count, total = self.seconds[operation]
+            count, total = self.seconds.get(operation, (0, 0.0))
             calls.add_metric([operation], count, total)
-        yield errors
-        yield calls
+        return [collect_errors, errors, calls]
+
+    def collect(self) -> Iterator[prom.Metric]:
+        yield from self._flight.get()

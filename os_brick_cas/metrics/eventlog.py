@@ -18,9 +18,14 @@ what was appended since the last one, file by file (followed by inode, so
 a file rotated to ``.1`` is read to its end), and adds it to histograms
 kept for the exporter's lifetime. The first scrape counts everything the
 bounded log still holds; counters start again when the exporter restarts.
+
+The directory may be writable by nova's user: only regular files are
+read, never through a link (:func:`os_brick_cas.events.open_file`), at
+most :data:`READ_LIMIT` bytes per file and scrape, and a line that is not
+a valid event (:func:`os_brick_cas.events.parse`), or longer than
+:data:`os_brick_cas.events.MAX_LINE`, is counted as invalid and skipped.
 """
 
-import json
 import os
 import threading
 from typing import Iterator, Optional
@@ -35,7 +40,9 @@ from os_brick_cas import opts
 
 LOG = logging.getLogger(__name__)
 PREFIX = 'os_brick_cas_'
-RESULTS = (events.OK, events.FAILED, events.TIMEOUT)
+RESULTS = events.RESULTS
+#: bytes read from one file per scrape (a file is rotated at 1 MiB)
+READ_LIMIT = 2 * events.MAX_BYTES
 RBD_OPERATIONS = ('map', 'unmap')
 #: upper bounds (seconds); flushes of a large dirty cache take minutes
 FLUSH_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600)
@@ -78,47 +85,69 @@ class EventCollector(registry.Collector):
         self.rbd = {(operation, result): _Histogram(RBD_BUCKETS)
                     for operation in RBD_OPERATIONS for result in RESULTS}
         self.bad_lines = 0
+        #: files whose read stopped inside an over-long line
+        self.skipping: set[tuple[int, int]] = set()
         self._lock = threading.Lock()
 
     def _add(self, line: bytes) -> None:
-        try:
-            event = json.loads(line)
-            kind, result = event['kind'], event['result']
-            seconds = float(event['seconds'])
-        except (ValueError, KeyError, TypeError):
+        event = events.parse(line)
+        if event is None:
             self.bad_lines += 1
-            return
-        if kind == 'flush' and result in self.flush:
-            self.flush[result].observe(seconds)
-        elif kind == 'drain' and result in self.drain:
-            self.drain[result].observe(seconds)
-        elif kind.startswith('rbd_'):
-            histogram = self.rbd.get((kind[len('rbd_'):], result))
-            if histogram is not None:
-                histogram.observe(seconds)
+        elif event.kind == events.FLUSH:
+            self.flush[event.result].observe(event.seconds)
+        elif event.kind == events.DRAIN:
+            self.drain[event.result].observe(event.seconds)
+        else:
+            operation = event.kind[len('rbd_'):]
+            self.rbd[operation, event.result].observe(event.seconds)
 
-    def _read(self, path: str, seen: set[tuple[int, int]]) -> None:
-        with open(path, 'rb') as log:
-            info = os.fstat(log.fileno())
+    def _lines(self, key: tuple[int, int], data: bytes) -> int:
+        """Add the complete lines of *data*; return the bytes consumed.
+
+        An over-long line is counted once and skipped up to its newline,
+        across reads if need be.
+        """
+        *lines, tail = data.split(b'\n')
+        consumed = len(data) - len(tail)
+        skipping = key in self.skipping
+        for line in lines:
+            if skipping:                # the end of an over-long line
+                skipping = False
+            elif len(line) > events.MAX_LINE:
+                self.bad_lines += 1
+            elif line.strip():
+                self._add(line)
+        if len(tail) > events.MAX_LINE:
+            if not skipping:
+                self.bad_lines += 1
+            skipping, consumed = True, len(data)
+        if skipping:
+            self.skipping.add(key)
+        else:
+            self.skipping.discard(key)
+        return consumed
+
+    def _read(self, dir_fd: int, name: str,
+              seen: set[tuple[int, int]]) -> None:
+        fd = events.open_file(name, dir_fd, os.O_RDONLY)
+        with os.fdopen(fd, 'rb') as log:
+            info = os.fstat(fd)
             key = (info.st_dev, info.st_ino)
             seen.add(key)
             offset = self.offsets.get(key, 0)
             if info.st_size < offset:
                 offset = 0          # a new file reusing the inode
+                self.skipping.discard(key)
             log.seek(offset)
-            data = log.read()
-        complete = data.rfind(b'\n') + 1   # a line still being written waits
-        for line in data[:complete].splitlines():
-            if line.strip():
-                self._add(line)
-        self.offsets[key] = offset + complete
+            data = log.read(READ_LIMIT)
+        self.offsets[key] = offset + self._lines(key, data)
 
     def read_new(self) -> None:
         """Add the events appended since the last call."""
         directory = os.path.join(self.conf[opts.GROUP].state_path,
                                  'events')
         try:
-            names = sorted(os.listdir(directory), reverse=True)  # .1 first
+            dir_fd = events.open_dir(directory)
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -126,17 +155,23 @@ class EventCollector(registry.Collector):
                         directory, exc)
             return
         seen: set[tuple[int, int]] = set()
-        for name in names:
-            if events.SUFFIX not in name:
-                continue
-            try:
-                self._read(os.path.join(directory, name), seen)
-            except FileNotFoundError:
-                continue            # pruned meanwhile
-            except OSError as exc:
-                LOG.warning('metrics: cannot read %s: %s', name, exc)
+        try:
+            names = sorted(os.listdir(dir_fd), reverse=True)  # .1 first
+            for name in names:
+                if events.SUFFIX not in name:
+                    continue
+                try:
+                    self._read(dir_fd, name, seen)
+                except FileNotFoundError:
+                    continue            # pruned meanwhile
+                except OSError as exc:
+                    LOG.warning('metrics: skipped %s in %s: %s', name,
+                                directory, exc)
+        finally:
+            os.close(dir_fd)
         self.offsets = {key: offset for key, offset in self.offsets.items()
                         if key in seen}
+        self.skipping &= seen
 
     def collect(self) -> Iterator[prom.Metric]:
         with self._lock:
@@ -159,7 +194,9 @@ class EventCollector(registry.Collector):
                         ['operation', 'result'], self.rbd)]
             bad = prom.CounterMetricFamily(
                 PREFIX + 'event_lines_invalid',
-                'Lines of the event files that could not be read.')
+                'Lines of the event files that were skipped: not JSON, '
+                'longer than %d bytes, or not an event (unknown kind or '
+                'result, seconds not a number).' % events.MAX_LINE)
             bad.add_metric([], self.bad_lines)
         yield from families
         yield bad

@@ -12,6 +12,7 @@
 
 """Serve the collector over HTTP, or write it for node_exporter."""
 
+import os
 import threading
 from typing import Optional
 
@@ -55,13 +56,30 @@ def start_http(conf: Optional[cfg.ConfigOpts] = None,
                ) -> tuple[object, threading.Thread]:
     """Serve ``/metrics`` on ``[os_brick_cas_exporter] listen_address``.
 
-    Returns ``(server, thread)``; ``server.shutdown()`` stops it.
+    Over HTTPS when ``tls_cert_file`` is set, requiring a client
+    certificate when ``tls_client_ca_file`` is set too. Returns
+    ``(server, thread)``; ``server.shutdown()`` stops it.
     """
     conf = conf or cfg.CONF
     group = conf[opts.GROUP]
     registry = registry or build_registry(conf)
+    if bool(group.tls_cert_file) != bool(group.tls_key_file):
+        raise ValueError('set both [%s] tls_cert_file and tls_key_file, or '
+                         'neither' % opts.GROUP)
+    if group.tls_client_ca_file and not group.tls_cert_file:
+        raise ValueError('[%s] tls_client_ca_file needs tls_cert_file and '
+                         'tls_key_file' % opts.GROUP)
+    for name in ('tls_cert_file', 'tls_key_file', 'tls_client_ca_file'):
+        path = group[name]
+        if path and not os.access(path, os.R_OK):
+            raise ValueError('cannot read [%s] %s %s' % (opts.GROUP, name,
+                                                         path))
     server, thread = prometheus_client.start_http_server(
-        group.listen_port, addr=group.listen_address, registry=registry)
-    LOG.info('os-brick-cas metrics on http://%s:%d/metrics',
+        group.listen_port, addr=group.listen_address, registry=registry,
+        certfile=group.tls_cert_file, keyfile=group.tls_key_file,
+        client_cafile=group.tls_client_ca_file,
+        client_auth_required=bool(group.tls_client_ca_file))
+    LOG.info('os-brick-cas metrics on %s://%s:%d/metrics',
+             'https' if group.tls_cert_file else 'http',
              group.listen_address, server.server_port)
     return server, thread

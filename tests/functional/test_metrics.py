@@ -17,19 +17,25 @@ stand-in casadm answers below. Values are read back from the scrape text
 with prometheus_client's own parser, as Prometheus would see them.
 """
 
+import concurrent.futures
+import getpass
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
 
+import fixtures
 from prometheus_client import parser
 
 from os_brick_cas import exception
 from os_brick_cas.metrics import exporter
 from os_brick_cas.metrics import opts as metrics_opts
+from os_brick_cas.privileged import casadm as priv_casadm
 from tests.functional import test_cli
 
 VOL_WT = test_cli.VOL_WT
@@ -54,11 +60,31 @@ def value(scrape: dict, name: str, **labels: str) -> float:
     return found[0]
 
 
+#: a time-bounded scrape answers well before this (Prometheus' default
+#: scrape_timeout is 10 s); the hangs below last far longer
+PROMPT = 8
+HANG = 120
+
+
+def http_scrape(server: object, timeout: float = PROMPT) -> str:
+    """One scrape over HTTP, as Prometheus does it, within *timeout*."""
+    url = 'http://127.0.0.1:%d/metrics' % server.server_port
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read().decode()
+
+
 class ExporterTestCase(test_cli.CliTestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.conf.config(group=metrics_opts.GROUP, listen_port=0)
+        self.conf.config(group=metrics_opts.GROUP, listen_port=0,
+                         cache_seconds=0)
+
+    def serve(self) -> object:
+        server, thread = exporter.start_http()
+        self.addCleanup(thread.join, 5)
+        self.addCleanup(server.shutdown)
+        return server
 
     def scrape(self) -> dict[tuple[str, frozenset], float]:
         return samples(exporter.scrape(exporter.build_registry()))
@@ -128,7 +154,105 @@ class ExporterTestCase(test_cli.CliTestCase):
         self.assertFalse([name for name, _ in scrape
                           if name.startswith('os_brick_cas_core_')])
 
+    def test_hung_casadm_listing_gives_a_prompt_scrape_with_up_0(self):
+        self.attach(VOL_WB, 'wb')
+        self.conf.config(group=metrics_opts.GROUP, casadm_timeout=2)
+        self.host.inject_fault('list-caches', hang=HANG)
+        server = self.serve()
+        started = time.monotonic()
+        scrape = samples(http_scrape(server))
+        self.assertLess(time.monotonic() - started, PROMPT)
+        self.assertEqual((0, 1), (
+            value(scrape, 'os_brick_cas_up'),
+            value(scrape, 'os_brick_cas_collect_errors_total')))
+        # casadm answers again: up again, the failure stays counted
+        scrape = samples(http_scrape(server))
+        self.assertEqual((1, 1), (
+            value(scrape, 'os_brick_cas_up'),
+            value(scrape, 'os_brick_cas_collect_errors_total')))
+
+    def test_hung_statistics_end_the_collection_after_one_time_out(self):
+        self.attach(VOL_WT, 'wt')
+        self.attach(VOL_WB, 'wb')
+        self.conf.config(group=metrics_opts.GROUP, casadm_timeout=2)
+        # every statistics call would hang: 2 instances + 2 cores
+        self.host.inject_fault('stats', hang=HANG, count=10)
+        server = self.serve()
+        started = time.monotonic()
+        scrape = samples(http_scrape(server))
+        self.assertLess(time.monotonic() - started, PROMPT)
+        self.assertEqual((0, 1, 4), (
+            value(scrape, 'os_brick_cas_up'),
+            value(scrape, 'os_brick_cas_collect_errors_total'),
+            value(scrape, 'os_brick_cas_casadm_errors_total',
+                  operation='stats')))
+        self.assertEqual(1, value(scrape, 'os_brick_cas_core_active',
+                                  volume_id=VOL_WB))
+
+    def count_concurrent_casadm(self) -> dict[str, int]:
+        """Spy on casadm runs (the process boundary): how many at once."""
+        seen = {'now': 0, 'max': 0, 'list': 0}
+        lock = threading.Lock()
+        execute = priv_casadm.processutils.execute
+
+        def spy(binary, *args, **kwargs):
+            with lock:
+                seen['now'] += 1
+                seen['max'] = max(seen['max'], seen['now'])
+                seen['list'] += '--list-caches' in args
+            try:
+                time.sleep(0.05)    # let parallel scrapes overlap
+                return execute(binary, *args, **kwargs)
+            finally:
+                with lock:
+                    seen['now'] -= 1
+        self.useFixture(fixtures.MockPatchObject(
+            priv_casadm.processutils, 'execute', side_effect=spy))
+        return seen
+
+    def parallel_scrapes(self, server: object, count: int = 30) -> list:
+        with concurrent.futures.ThreadPoolExecutor(count) as pool:
+            return list(pool.map(lambda _: samples(http_scrape(server, 30)),
+                                 range(count)))
+
+    def test_parallel_scrapes_share_one_collection(self):
+        self.attach(VOL_WB, 'wb')
+        self.host.set_dirty(2, self.core_of(2).core_id, 5)
+        self.conf.config(group=metrics_opts.GROUP, cache_seconds=30)
+        seen = self.count_concurrent_casadm()
+        scrapes = self.parallel_scrapes(self.serve())
+        self.assertEqual((1, 1), (seen['list'], seen['max']))
+        self.assertEqual({5 * BLOCK}, {
+            value(scrape, 'os_brick_cas_core_dirty_bytes', volume_id=VOL_WB)
+            for scrape in scrapes})
+
+    def test_parallel_scrapes_never_run_casadm_in_parallel(self):
+        self.attach(VOL_WB, 'wb')
+        seen = self.count_concurrent_casadm()     # cache_seconds = 0
+        self.parallel_scrapes(self.serve(), count=10)
+        self.assertEqual(1, seen['max'])
+        self.assertGreater(seen['list'], 1)
+
+    def test_scrape_passes_promtool_check_metrics(self):
+        if not shutil.which('promtool'):
+            if os.environ.get('OS_BRICK_CAS_REQUIRE_PROMTOOL'):
+                self.fail('promtool is not installed '
+                          '(tools/install-system-packages.sh)')
+            self.skipTest('promtool not installed')
+        self.attach(VOL_WT, 'wt')
+        self.attach(VOL_WB, 'wb')
+        self.host.set_dirty(2, self.core_of(2).core_id, 5)
+        self.assertEqual(0, self.cli('flush', '--all')[0])
+        text = http_scrape(self.serve())
+        result = subprocess.run(['promtool', 'check', 'metrics'], input=text,
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(0, result.returncode,
+                         result.stdout + result.stderr)
+        self.assertIn('os_brick_cas_flush_seconds_bucket', text)
+
     def test_instance_uuid_of_the_qemu_holding_the_device(self):
+        self.conf.config(group=metrics_opts.GROUP,
+                         qemu_user=getpass.getuser())
         info = self.attach(VOL_WT, 'wt')
         instance = str(uuid.uuid4())
         # stands in for QEMU: "-uuid <uuid>" on its command line, the
@@ -297,6 +421,22 @@ class NovaComputeEventsTestCase(test_cli.CliTestCase):
         self.assertEqual((1, 2), tuple(
             value(scrape, 'os_brick_cas_flush_seconds_count', result='ok')
             for scrape in (first, second)))
+
+    def test_operator_flush_is_counted(self):
+        self.connector.connect_volume(self.wb_props())
+        self.addCleanup(self._detach_quietly, self.wb_props())
+        self.host.set_dirty(2, self.core_of(2).core_id, 20)
+        code, _, err = self.cli('flush', '--volume', VOL_WB)
+        self.assertEqual(0, code, err)
+        self.host.set_dirty(2, self.core_of(2).core_id, 20)
+        self.host.inject_fault('flush-core', exit_code=1,
+                               stderr='Error while writing to core device\n')
+        self.assertEqual(1, self.cli('flush', '--all')[0])
+        scrape = self.scrape()
+        self.assertEqual((1, 1), (
+            value(scrape, 'os_brick_cas_flush_seconds_count', result='ok'),
+            value(scrape, 'os_brick_cas_flush_seconds_count',
+                  result='failed')))
 
     def test_core_attachment_from_the_ownership_record(self):
         epoch = str(uuid.uuid4())
