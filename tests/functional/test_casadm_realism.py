@@ -520,3 +520,35 @@ class CorePoolTestCase(base.FunctionalTestCase):
         self.assertEqual([link], [c.device for c in self.cores()])
         self.connector.disconnect_volume(props, info)
         self.assertEqual([], self.cores())
+
+
+class RefusedButFlushedTestCase(base.FunctionalTestCase):
+    """-R/-T refused because /dev/casX-Y is open have flushed already."""
+
+    def test_detach_and_stop_refused_while_the_export_is_open(self):
+        props = self.props(self.image('volume-open'), 'wb')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 40)
+        self.host.set_open(info['path'])
+
+        exc = self.assertRaises(exception.DeviceBusy,
+                                self.connector.disconnect_volume, props, info)
+        self.assertIn('Device opens or mount are pending', str(exc))
+        self.assertEqual([('Active', 0)],
+                         [(c.status, self.dirty(c)) for c in self.cores()])
+        self.assertEqual(40, self.host.state()['flushed_blocks'])
+        self.assertIn((2, core.core_id),
+                      opencas_conf.read(self.opencas_conf).cores)
+        self.host.set_dirty(core.cache_id, core.core_id, 8)
+        stop = run('casadm', '-T', '-i', '2')
+        self.assertEqual((1, 'Error while stopping cache 2\nDevice opens or '
+                             'mount are pending to this cache\n'),
+                         (stop.returncode, stop.stderr))
+        self.assertEqual([('Active', 0)],
+                         [(c.status, self.dirty(c)) for c in self.cores()])
+
+        self.host.set_open(info['path'], False)
+        self.connector.disconnect_volume(props, info)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()
