@@ -184,7 +184,12 @@ class VolumeCache(object):
         # picks the core id, and record_core serialises opencas.conf
         identity.verify_link(core_device, 'add %s as a core' % core_device,
                              spec)
-        core = self.casadm.add_core(cache_id, core_device)
+        try:
+            core = self.casadm.add_core(cache_id, core_device)
+        except exception.DeviceBusy:
+            if not self._release_from_core_pool(core_device):
+                raise
+            core = self.casadm.add_core(cache_id, core_device)
         if mode.holds_dirty_data or epoch is not None:
             recorded = False
             try:
@@ -389,14 +394,49 @@ class VolumeCache(object):
         behind its link is the image (the loader checks only a path and a
         size).
         """
+        self._require_running(core)
         try:
-            return self.casadm.try_add_core(core.cache_id, core.core_id,
-                                            core.device)
+            added = self.casadm.try_add_core(core.cache_id, core.core_id,
+                                             core.device)
         except exception.CoreAlreadyCached:
             now = self._active_now(core)
             if now is None:
                 raise
-        return self._loader_won(now, volume, spec)
+            return self._loader_won(now, volume, spec)
+        # exit 0 also when the cache stopped meanwhile: then the device
+        # sits in the core pool instead, and the core is still inactive
+        if self._release_from_core_pool(core.device):
+            raise exception.CacheNotRunning(
+                cache_id=core.cache_id, status='not running',
+                advice='It stopped while core %d was being re-activated, '
+                       'so Open CAS parked %s in its core pool (released '
+                       'again). Load the cache (casadm --start-cache '
+                       '--load) and retry.' % (core.core_id, core.device))
+        return added
+
+    def _require_running(self, core: casadm_mod.Core) -> None:
+        """Refuse a try-add for a cache that is not running.
+
+        casadm would accept it and park the device in the core pool, where
+        it blocks every later --add-core of it.
+        """
+        if not any(cache.cache_id == core.cache_id
+                   for cache in self.casadm.list_caches()):
+            raise exception.CacheNotRunning(
+                cache_id=core.cache_id, status='not running',
+                advice='Core %d (%s) cannot be re-activated before the '
+                       'cache is loaded (casadm --start-cache --load).'
+                       % (core.core_id, core.device))
+
+    def _release_from_core_pool(self, device: str) -> bool:
+        """Take *device* out of the core pool if it is there."""
+        if device not in self.casadm.core_pool():
+            return False
+        LOG.warning('%(dev)s was parked in the Open CAS core pool (a '
+                    'try-add for a cache that was not running); releasing '
+                    'it.', {'dev': device})
+        self.casadm.remove_detached(device)
+        return True
 
     def _active_now(self, core: casadm_mod.Core
                     ) -> Optional[casadm_mod.Core]:

@@ -113,6 +113,18 @@ def parse_list(text: str) -> list[CacheInstance]:
     return caches
 
 
+def parse_core_pool(text: str) -> list[str]:
+    """Devices in Open CAS's core pool (``core,-,<device>,Detached``).
+
+    A try-add for a cache that is not running parks its device there, held
+    open, so a later ``--add-core`` of it fails until --remove-detached.
+    """
+    if text.strip() == NO_CACHES:
+        return []
+    return [row[2] for row in csv.reader(io.StringIO(text))
+            if len(row) >= 4 and row[0] == 'core' and row[1] == '-']
+
+
 def parse_stats(text: str) -> dict[str, str]:
     """Parse ``casadm -P -o csv`` (header line + one value line) by name."""
     rows = list(csv.DictReader(io.StringIO(text)))
@@ -293,6 +305,21 @@ class Casadm(object):
                                  priv_casadm.list_caches(timeout),
                                  timeout=timeout))
 
+    def core_pool(self) -> list[str]:
+        """Devices parked in the core pool (by-id paths)."""
+        timeout = self._timeout
+        return parse_core_pool(_check('--list-caches',
+                                      priv_casadm.list_caches(timeout),
+                                      timeout=timeout))
+
+    def remove_detached(self, device: str) -> None:
+        """Release *device* from the core pool (it holds no cache data)."""
+        device = validation.by_id_path(device)
+        timeout = self._timeout
+        _check('--remove-detached',
+               priv_casadm.remove_detached(device, timeout),
+               device=device, timeout=timeout)
+
     @staticmethod
     def find_core(caches: list[CacheInstance],
                   device: str) -> Optional[Core]:
@@ -324,7 +351,11 @@ class Casadm(object):
 
     @_retry_busy
     def try_add_core(self, cache_id: int, core_id: int, device: str) -> Core:
-        """Re-activate an inactive core on its (returned) device."""
+        """Re-activate an inactive core on its (returned) device.
+
+        casadm exits 0 also when *cache_id* is not running: the device is
+        then parked in the core pool (see :func:`parse_core_pool`).
+        """
         cache_id = validation.cache_id(cache_id)
         core_id = validation.core_id(core_id)
         device = validation.by_id_path(device)

@@ -129,6 +129,13 @@ def try_add_core(cache_id: int, core_id: int, core_device: str,
                 timeout)
 
 
+@privileged.default.entrypoint
+def remove_detached(core_device: str, timeout: int) -> Result:
+    """Take *core_device* out of Open CAS's core pool (no cache data)."""
+    return _run(['--remove-detached',
+                 '--device', validation.by_id_path(core_device)], timeout)
+
+
 @privileged.flush.entrypoint
 def remove_core(cache_id: int, core_id: int, timeout: int) -> Result:
     """Remove an active core; casadm flushes it first. Never forced.

@@ -12,8 +12,11 @@
 
 """Stand-in ``casadm``: Open CAS's CLI over a simulated host.
 
-Output formats, messages and exit codes follow casadm 26.03 (see
-doc/source/contributor/simulator.rst for the sources of each string).
+Output formats, messages and exit codes follow casadm 26.03.2 as recorded
+on a real kernel (tests/data/real-casadm/v26.03.2, replayed by
+tests/functional/test_casadm_realism.py); what differs in v24.9, v25.12 and
+master is in :mod:`.releases` (doc/source/contributor/simulator.rst has the
+sources of each string).
 """
 
 import functools
@@ -28,11 +31,12 @@ from os_brick_cas.simulator import datatrue
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import ioclass
+from os_brick_cas.simulator import releases
 from os_brick_cas.simulator import state as state_mod
 from os_brick_cas.simulator import stats as stats_mod
 from os_brick_cas.simulator import udev
 
-VERSION = '26.03.2.1032.release'
+VERSION = releases.DEFAULT_VERSION
 LIST_HEADER = 'type,id,disk,status,write policy,device'
 WHITELIST_PREFIXES = ('/dev/cas', '/dev/ram', '/dev/nullb', '/dev/drbd')
 
@@ -47,6 +51,19 @@ DIRTY_FLUSHING_WARNING = (
 INCOMPLETE = 'Cache is in incomplete state - at least one core is inactive\n'
 #: the first release whose ``-F`` takes ``-j`` (before: ``-E``)
 PER_CORE_F_SINCE = (24, 9)
+#: an I/O to a core whose device is gone (a force-unmapped krbd device)
+IO_ERROR = 'I/O error'
+#: cas_lib.c: a core whose by-id link does not resolve (stderr)
+UNRESOLVED = ('WARNING: Can not resolve path to core %s from cache %s. '
+              'By-id path will be shown for that core.\n')
+INCOMPLETE_WARNING = 'WARNING: ' + INCOMPLETE
+#: cas_main.c, start-cache option check
+LOAD_FORBIDDEN = ("Use of 'load' with 'force', 'cache-id', 'cache-mode' or "
+                  "'cache-line-size' simultaneously is forbidden.\n")
+#: OCF_ERR_CORE_IN_DIRTY_STATE... of --remove-inactive (extended_err_msg.c)
+INACTIVE_DIRTY = ('The cache contains dirty data assigned to the core. If '
+                  'you want to continue, please use --force option.\n'
+                  'Warning: the data will be lost\n')
 
 VERBS = {'-L': 'list-caches', '--list-caches': 'list-caches',
          '-A': 'add-core', '--add-core': 'add-core',
@@ -59,7 +76,10 @@ VERBS = {'-L': 'list-caches', '--list-caches': 'list-caches',
          '-S': 'start-cache', '--start-cache': 'start-cache',
          '-T': 'stop-cache', '--stop-cache': 'stop-cache',
          '-Q': 'set-cache-mode', '--set-cache-mode': 'set-cache-mode',
-         '-C': 'io-class', '--io-class': 'io-class'}
+         '-C': 'io-class', '--io-class': 'io-class',
+         '-X': 'set-param', '--set-param': 'set-param',
+         '-G': 'get-param', '--get-param': 'get-param',
+         '--remove-detached': 'remove-detached'}
 #: sub-commands of --io-class (cas_main.c, io_class_params_options)
 IO_CLASS_SUBCMDS = {'-C': 'load-config', '--load-config': 'load-config',
                     '-L': 'list', '--list': 'list'}
@@ -70,7 +90,9 @@ VALUE_OPTS = {'-i': 'cache-id', '--cache-id': 'cache-id',
               '-o': 'output-format', '--output-format': 'output-format',
               '-c': 'cache-mode', '--cache-mode': 'cache-mode',
               '-x': 'cache-line-size', '--cache-line-size': 'cache-line-size',
-              '--filter': 'filter', '--file': 'file'}
+              '--filter': 'filter', '--file': 'file',
+              '-p': 'policy', '--policy': 'policy',
+              '--device': 'device'}
 FLAG_OPTS = {'-b': 'by-id-path', '--by-id-path': 'by-id-path',
              '--force': 'force', '-n': 'no-data-flush',
              '--no-data-flush': 'no-data-flush', '-l': 'load',
@@ -91,6 +113,11 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
         elif (verb == 'io-class' and token in IO_CLASS_SUBCMDS and
               'subcmd' not in args):
             args['subcmd'] = IO_CLASS_SUBCMDS[token]
+        elif (token in ('-n', '--name') and
+              verb in ('set-param', 'get-param')):
+            if not tokens:
+                raise Reply(1, '', 'Option %s requires a value\n' % token)
+            args['name'] = tokens.pop(0)
         elif token == '-f' and verb == 'io-class':
             if not tokens:
                 raise Reply(1, '', 'Option -f requires a value\n')
@@ -169,11 +196,21 @@ def _check_device(state: dict[str, Any], path: str) -> str:
     if resolved not in state['devices']:
         raise Reply(1, 'Path does not describe a block device\n' + TRY_HELP,
                     'Error during options handling\n')
-    if not (os.path.dirname(path) == devices.BY_ID or
+    _by_id_rule(path)
+    return resolved
+
+
+def _by_id_rule(path: str) -> None:
+    """cas_lib.c set_device_path: a by-id link or a whitelisted name."""
+    if not (os.path.realpath(os.path.dirname(path)) == devices.BY_ID or
             path.startswith(WHITELIST_PREFIXES)):
         raise Reply(1, '', 'Please use correct by-id path to the device '
                            '%s.\n' % path)
-    return resolved
+
+
+def _unresolved(state: dict[str, Any], core: dict[str, Any]) -> bool:
+    """Whether a core's by-id link no longer leads to a present device."""
+    return os.path.realpath(core['device']) not in state['devices']
 
 
 def _update_cache_status(cache: dict[str, Any]) -> None:
@@ -207,6 +244,9 @@ def add_core(state: dict[str, Any], args: dict[str, Any]) -> Reply:
         raise Reply(1, '', 'Missing required option --core-device\n')
     resolved = _check_device(state, path)
     cache = _cache(state, cache_id, operation)
+    if any(c['device'] == path for c in cache['cores'].values()):
+        raise Reply(1, '', '%s\nDevice already added as a core\n'
+                    % operation)
     for other_id, other in state['caches'].items():
         for core in other['cores'].values():
             same_device = (core.get('resolved') == resolved and
@@ -216,10 +256,9 @@ def add_core(state: dict[str, Any], args: dict[str, Any]) -> Reply:
             if same_device or same_link_elsewhere:
                 raise Reply(1, '', "%s\nCore device '%s' is already cached."
                             "\n" % (operation, path))
-    if any(c['device'] == path for c in cache['cores'].values()):
-        raise Reply(1, '', '%s\nDevice already added as a core\n'
-                    % operation)
-    if path in state['open'] or resolved in state['open']:
+    if (path in state['open'] or resolved in state['open'] or
+            path in state.get('core_pool', [])):
+        # a device parked in the core pool is held open by Open CAS
         raise Reply(1, '', "%s\nFailed to open '%s' device exclusively. "
                            "Please close all applications accessing it or "
                            "unmount the device.\n" % (operation, path))
@@ -253,6 +292,14 @@ def try_add(state: dict[str, Any], args: dict[str, Any]) -> Reply:
         cache_id)
     path = args.get('device', '')
     resolved = _check_device(state, path)
+    if str(cache_id) not in state['caches']:
+        # no such cache: Open CAS parks the device in its core pool, where
+        # it stays (held open) until --remove-detached or that cache loads
+        pool = state.setdefault('core_pool', [])
+        if path not in pool:
+            pool.append(path)
+        return Reply(0, 'Successfully added device in try add mode %s\n'
+                     % path)
     cache = _cache(state, cache_id, operation)
     core = _core(cache, core_id, operation)
     if core['status'] != 'Inactive':
@@ -294,8 +341,7 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
                         % first)
         if core['dirty'] and core.get('resolved') not in state['devices']:
             # its krbd device was force-unmapped: writes back fail
-            raise Reply(1, '', '%sError while writing to core device\n'
-                        % first)
+            raise Reply(1, '', '%s%s\n' % (first, IO_ERROR))
         data_true = datatrue.enabled(state)
         delay = core['dirty'] * state['flush_ms_per_block'] / 1000.0
         steps = state.get('flush_steps', 1) if delay else 1
@@ -326,6 +372,8 @@ def _flush_core(state_dir: str, cache_id: int, core_id: int,
             state['flushed_blocks'] = state.get('flushed_blocks', 0) + \
                 cleaned
             core['dirty'] -= cleaned
+            if not core['dirty']:
+                core.pop('dirty_since', None)
 
 
 def _interrupt_flush(signum, frame):
@@ -449,9 +497,7 @@ def remove_inactive(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     if datatrue.enabled(state):
         core = _with_counters(state, args, cache_id, core_id, core)
     if core['dirty'] and not args.get('force'):
-        raise Reply(1, '', '%s\nInactive core has dirty data. Use --force '
-                           'to remove it anyway (the data will be lost)\n'
-                    % operation)
+        raise Reply(1, '', '%s\n%s' % (operation, INACTIVE_DIRTY))
     if datatrue.enabled(state):
         datatrue.forget_inactive(args['_state_dir'], state, cache_id,
                                  core_id)
@@ -462,10 +508,16 @@ def remove_inactive(state: dict[str, Any], args: dict[str, Any]) -> Reply:
 
 
 def list_caches(state: dict[str, Any], args: dict[str, Any]) -> Reply:
-    if not state['caches']:
+    pool = state.get('core_pool', [])
+    if not state['caches'] and not pool:
         return Reply(0, 'No caches running\n')
     by_id = args.get('by-id-path', False)
     lines = [LIST_HEADER]
+    warnings = ''
+    if pool:
+        lines.append('core pool,-,-,-,-,-')
+        lines += ['core,-,%s,Detached,-,-' % (
+            path if by_id else os.path.realpath(path)) for path in pool]
     for cache_id, cache in sorted(state['caches'].items(),
                                   key=lambda item: int(item[0])):
         # during any whole-cache flush casadm shows the progress as status
@@ -485,6 +537,8 @@ def list_caches(state: dict[str, Any], args: dict[str, Any]) -> Reply:
             exported = '-' if core['status'] == 'Inactive' else _exported(
                 int(cache_id), int(core_id))
             core_status = core['status']
+            if not by_id and _unresolved(state, core):
+                warnings += UNRESOLVED % (core_id, cache_id)
             if flushing:
                 core_status = 'Flushing (%3.1f %%)' % (
                     0.0 if core['dirty'] else 100.0)
@@ -492,7 +546,7 @@ def list_caches(state: dict[str, Any], args: dict[str, Any]) -> Reply:
                                                  core_status, exported))
     if args.get('output-format') != 'csv':
         raise Reply(1, '', 'Only CSV output is simulated\n')
-    return Reply(0, '\n'.join(lines) + '\n')
+    return Reply(0, '\n'.join(lines) + '\n', warnings)
 
 
 def _with_counters(state: dict[str, Any], args: dict[str, Any],
@@ -516,43 +570,121 @@ def stats(state: dict[str, Any], args: dict[str, Any]) -> Reply:
         counters = datatrue.counters(args['_state_dir'], cache_id)
         if counters is not None:
             cache = datatrue.overlay_cache(cache, counters)
+    release = releases.of(state.get('version'))
     if 'core-id' in args:
         core_id = _int(args, 'core-id')
         core = cache['cores'].get(str(core_id))
         if core is None:
             raise Reply(1, '', 'No such core device in cache.\n')
         return Reply(0, stats_mod.core_csv(cache_id, core_id, cache, core,
-                                           args.get('by-id-path', False)))
-    return Reply(0, stats_mod.cache_csv(cache_id, cache))
+                                           args.get('by-id-path', False),
+                                           release, state.get('now')))
+    # the cache form resolves every core's path, even with --by-id-path
+    warnings = ''.join(UNRESOLVED % (core_id, cache_id)
+                       for core_id, core in sorted(cache['cores'].items())
+                       if _unresolved(state, core))
+    return Reply(0, stats_mod.cache_csv(cache_id, cache, release,
+                                        state.get('now')), warnings)
 
 
 def start_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    """-S: a fresh instance, or -l: the one in the device's metadata.
+
+    A stopped instance leaves its metadata (with its cores' dirty data) on
+    the cache device: -S refuses the device without --force.
+    """
+    if args.get('load'):
+        if {'force', 'cache-id', 'cache-mode', 'cache-line-size'} & set(args):
+            raise Reply(1, '', LOAD_FORBIDDEN)
+        return _load_cache(state, args)
     cache_id = _int(args, 'cache-id')
-    mode = args.get('cache-mode', 'wt')
+    device = args.get('device', '-')
+    operation = 'Error inserting cache %d' % cache_id
+    if device != '-':
+        _by_id_rule(device)
+    if any(c['device'] == device for c in state['caches'].values()):
+        raise Reply(1, '', "%s\nCache device '%s' is already used as cache."
+                           "\n" % (operation, device))
     if str(cache_id) in state['caches']:
-        raise Reply(1, '', 'Error inserting cache %d\nCache ID already '
-                           'exists\n' % cache_id)
+        raise Reply(1, '', '%s\nCache ID already exists\n' % operation)
+    metadata = state.setdefault('metadata', {})
+    if device in metadata and not args.get('force'):
+        raise Reply(1, '', '%s\n%s' % (
+            operation, releases.of(state.get('version')).old_metadata))
+    metadata.pop(device, None)
     state['caches'][str(cache_id)] = {
-        'device': args.get('device', '-'), 'mode': mode,
+        'device': device, 'mode': args.get('cache-mode', 'wt'),
         'status': 'Running', 'size_blocks': 2621440, 'cores': {}}
-    if datatrue.enabled(state) and not args.get('load'):
+    if datatrue.enabled(state):
         datatrue.discard(args['_state_dir'], cache_id)
     return Reply(0, 'Successfully added cache instance %d\n' % cache_id)
 
 
+def _load_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    """-S -d DEV -l: each core whose link resolves comes back Active."""
+    device = args.get('device', '')
+    _by_id_rule(device)
+    saved = state.get('metadata', {}).pop(device, None)
+    if saved is None:
+        raise Reply(1, '', 'Error inserting cache 1\nNo metadata found on '
+                           'device\n')
+    cache_id, cache = saved['id'], saved['cache']
+    state['caches'][str(cache_id)] = cache
+    warnings = ''
+    for core_id, core in sorted(cache['cores'].items()):
+        resolved = os.path.realpath(core['device'])
+        if resolved in state['devices']:
+            _activate(state, cache_id, int(core_id), core, resolved, args,
+                      'Error inserting cache %d' % cache_id)
+        else:
+            core.update(status='Inactive')
+            core.pop('resolved', None)
+            warnings += UNRESOLVED % (core_id, cache_id)
+    _update_cache_status(cache)
+    if cache['status'] == 'Incomplete':
+        warnings += INCOMPLETE_WARNING
+    return Reply(0, 'Successfully added cache instance %d\n' % cache_id,
+                 warnings)
+
+
 def stop_cache(state_dir: str, args: dict[str, Any]) -> Reply:
+    """-T: flush (unless -n), then stop; refused while an export is open.
+
+    The flush comes first, so a -T refused because /dev/casX-Y is open
+    has written all dirty data back already. The metadata stays on the
+    cache device (-S -l loads it); a core whose device is gone loses its
+    dirty data with -n.
+    """
     cache_id = _int(args, 'cache-id')
     operation = 'Error while stopping cache %d' % cache_id
     if not args.get('no-data-flush'):
         flush(state_dir, 'flush-cache', {'cache-id': cache_id}, operation)
     with state_mod.locked(state_dir) as state:
         cache = _cache(state, cache_id, operation)
-        if datatrue.enabled(state):
-            datatrue.stop(state_dir, state, cache_id)
-        for core_id in cache['cores']:
-            devices.remove(state, _exported(cache_id, int(core_id)))
+        exported = [_exported(cache_id, int(core_id))
+                    for core_id in cache['cores']]
+        if set(exported) & set(state['open']):
+            raise Reply(1, '', '%s\nDevice opens or mount are pending to '
+                               'this cache\n' % operation)
+        stop_now(state_dir, state, cache_id)
+    return Reply(0, 'Successfully stopped cache %d\n' % cache_id)
+
+
+def stop_now(state_dir: str, state: dict[str, Any], cache_id: int) -> None:
+    """Stop a cache as -T -n does; its metadata stays on the device."""
+    cache = state['caches'].pop(str(cache_id))
+    if datatrue.enabled(state):
+        state['caches'][str(cache_id)] = cache
+        datatrue.stop(state_dir, state, cache_id)
         del state['caches'][str(cache_id)]
-    return Reply(0)
+    for core_id, core in cache['cores'].items():
+        devices.remove(state, _exported(cache_id, int(core_id)))
+        if _unresolved(state, core):
+            state['dropped_dirty_blocks'] += core['dirty']
+            core.update(dirty=0, status='Inactive')
+            core.pop('dirty_since', None)
+    state.setdefault('metadata', {})[cache['device']] = {
+        'id': cache_id, 'cache': cache}
 
 
 def set_cache_mode(state: dict[str, Any], args: dict[str, Any]) -> Reply:
@@ -619,6 +751,9 @@ def io_class(state_dir: str, args: dict[str, Any]) -> Reply:
         raise Reply(1, '', str(exc))
     with state_mod.locked(state_dir) as state:
         cache = _cache_only(state, cache_id)
+        if not rows or rows[0][0] != 0:
+            # a table without class 0 leaves the current class 0 in place
+            rows = cache.get('io_classes', ioclass.DEFAULT)[:1] + rows
         try:
             ioclass.check_rules(rows)
         except ioclass.IoClassError as exc:
@@ -633,6 +768,62 @@ def io_class(state_dir: str, args: dict[str, Any]) -> Reply:
             except datatrue.StandInError as exc:
                 raise Reply(1, '', '%s\n' % exc)
         cache['io_classes'] = rows
+    return Reply(0)
+
+
+#: -G -n NAME: the rows casadm prints (cas_main.c, *_params arrays)
+PARAM_ROWS = {
+    'cleaning': lambda cache, release: [
+        ('Cleaning policy type', cache.get('cleaning', 'alru'))],
+    'cleaning-alru': lambda cache, release: [
+        ('Wake up time [s]', '20'), ('Stale buffer time [s]', '120'),
+        ('Flush max buffers', '100'), ('Activity threshold [ms]', '10000'),
+    ] + ([('Dirty ratio trigger threshold [%]', '100'),
+          ('Dirty ratio trigger inertia [MiB]', '128')]
+         if release.alru_dirty_ratio else []),
+    'seq-cutoff': lambda cache, release: [
+        ('Sequential cutoff threshold [KiB]', '1024'),
+        ('Sequential cutoff policy', 'full'),
+        ('Sequential cutoff promotion request count threshold', '8')],
+}
+CLEANING_POLICIES = ('alru', 'nop', 'acp')
+
+
+def set_param(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    """-X -n cleaning -i N -p POLICY (the only parameter simulated)."""
+    cache = _cache_only(state, _int(args, 'cache-id'))
+    if args.get('name') != 'cleaning':
+        raise Reply(1, '', 'Parameter %s is not simulated\n'
+                    % args.get('name'))
+    if args.get('policy') not in CLEANING_POLICIES:
+        raise Reply(1, '', 'Invalid cleaning policy\n')
+    cache['cleaning'] = args['policy']
+    return Reply(0)
+
+
+def get_param(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    """-G -n NAME -i N -o csv: the defaults of a fresh v26.03.2 cache."""
+    cache = _cache_only(state, _int(args, 'cache-id'))
+    rows = PARAM_ROWS.get(args.get('name', ''))
+    if rows is None or args.get('output-format') != 'csv':
+        raise Reply(1, '', 'Only CSV output of cleaning, cleaning-alru and '
+                           'seq-cutoff is simulated\n')
+    return Reply(0, 'Parameter name,Value\n' + ''.join(
+        '%s,%s\n' % row for row in rows(cache, releases.of(
+            state.get('version')))))
+
+
+def remove_detached(state: dict[str, Any], args: dict[str, Any]) -> Reply:
+    """--remove-detached -d DEV: take a device out of the core pool."""
+    path = args.get('device', '')
+    _by_id_rule(path)
+    pool = state.get('core_pool', [])
+    if path not in pool:
+        # cas_lib.c core_pool_remove (the kernel's own reason follows;
+        # the stand-in does not know its text)
+        raise Reply(1, '', 'Error while removing device %s from core pool\n'
+                    % path)
+    pool.remove(path)
     return Reply(0)
 
 
@@ -652,15 +843,10 @@ def version(state: dict[str, Any], args: dict[str, Any]) -> Reply:
                     'CAS CLI Utility,%s\n' % (module, release))
 
 
-def _release(state: dict[str, Any]) -> tuple[int, int]:
-    major, minor = (state.get('version') or VERSION).split('.')[:2]
-    return int(major), int(minor)
-
-
 def _old_flush_syntax(state: dict[str, Any], verb: str,
                       argv: list[str]) -> tuple[str, Optional[Reply]]:
     """Per-core flush is ``-E -i -j`` before v24.9, ``-F -i -j`` since."""
-    old = _release(state) < PER_CORE_F_SINCE
+    old = releases.version_tuple(state.get('version')) < PER_CORE_F_SINCE
     if verb == 'flush-core' and old:
         option = next(t for t in argv if t in ('-j', '--core-id'))
         return verb, Reply(1, TRY_HELP, 'Unrecognized option %s\n' % option)
@@ -676,7 +862,9 @@ def _old_flush_syntax(state: dict[str, Any], verb: str,
 LOCKED = {'add-core': add_core, 'try-add': try_add,
           'remove-inactive': remove_inactive, 'list-caches': list_caches,
           'stats': stats, 'start-cache': start_cache,
-          'set-cache-mode': set_cache_mode, 'version': version}
+          'set-cache-mode': set_cache_mode, 'version': version,
+          'set-param': set_param, 'get-param': get_param,
+          'remove-detached': remove_detached}
 
 
 def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
@@ -688,6 +876,11 @@ def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
             udev.loader_pass(state, functools.partial(
                 activate_inactive, state_dir=state_dir))
             verb, refused = _old_flush_syntax(state, verb, argv)
+            stop = state.get('stop_before')
+            if stop and stop['verb'] == verb:
+                # the operator stopped the cache just before this call
+                state['stop_before'] = None
+                stop_now(state_dir, state, stop['cache_id'])
             fault = faults.take(state, verb)
             loaded = state['module_loaded']
             latency = state['latency_ms'] / 1000.0

@@ -23,6 +23,7 @@ import shlex
 import stat
 import sys
 import sysconfig
+import time
 from typing import Any, Iterable, Optional
 
 from os_brick_cas import opencas_conf
@@ -135,6 +136,8 @@ class SimulatedHostControl(object):
         """The Open CAS release ``casadm -V`` reports (None: 26.03.2).
 
         Before v24.9 per-core flush is ``-E``; ``-F`` takes no ``-j``.
+        Columns and messages follow :mod:`.releases` (v24.9, v25.12,
+        v26.03; a version containing "master": open-cas-linux master).
         """
         self._update(version=release)
 
@@ -183,6 +186,10 @@ class SimulatedHostControl(object):
         """The next -R's second flush fails, *dirty_left* blocks stay."""
         self._update(remove_second_flush_fails=dirty_left)
 
+    def stop_cache_before(self, verb: str, cache_id: int) -> None:
+        """Stop *cache_id* (as ``-T -n``) right before the next *verb*."""
+        self._update(stop_before={'verb': verb, 'cache_id': cache_id})
+
     def set_flushing(self, cache_id: int,
                      percent: Optional[float] = None) -> None:
         """Show a whole-cache flush at *percent* in ``-L`` (None: done)."""
@@ -200,9 +207,18 @@ class SimulatedHostControl(object):
                 raise ValueError('a %s cache never holds dirty data'
                                  % cache['mode'])
             core = cache['cores'][str(core_id)]
+            if not blocks:
+                core.pop('dirty_since', None)
+            elif not core['dirty']:
+                core['dirty_since'] = state.get('now') or time.time()
             core['dirty'] = blocks
             core['write_total'] += blocks
             core['write_hits'] += blocks
+
+    def advance_clock(self, seconds: float = 0) -> None:
+        """Stop the host's clock (as read by "Dirty for"), move it on."""
+        with state_mod.locked(self.state_dir) as state:
+            state['now'] = (state.get('now') or time.time()) + seconds
 
     def record_reads(self, cache_id: int, core_id: int, total: int,
                      hits: int) -> None:

@@ -164,9 +164,6 @@ def check_rules(rows: list[list]) -> None:
             else:
                 raise IoClassError('Unexpected classification rule '
                                    'condition\n')
-    if not rows or rows[0][0] != 0:
-        raise IoClassError('IO class 0 is missing: the stand-in does not '
-                           'simulate a table without "unclassified"\n')
 
 
 def list_csv(rows: list[list]) -> str:

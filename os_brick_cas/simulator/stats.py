@@ -12,12 +12,15 @@
 
 """``casadm -P -o csv`` lines for a simulated cache or core.
 
-The header lines are casadm 26.03's own (tests/unit/os_brick_cas/data has
-the formatter's output); values come from the simulated state and every
-column not tracked here is zero.
+The columns are those of the emulated release (:mod:`.releases`;
+tests/data/real-casadm has v26.03.2's own output); values come from the
+simulated state and every column not tracked here is zero.
 """
 
-from typing import Any
+import time
+from typing import Any, Optional
+
+from os_brick_cas.simulator import releases
 
 BLOCKS = '4KiB Blocks'
 REQUESTS = 'Requests'
@@ -54,29 +57,75 @@ _COUNTERS = [
 ]
 
 
-def _counter_columns(plural: str) -> list[str]:
+#: rows only v26.03 and later print (statistics_model.c)
+DEFERRED = ('Read deferred', 'Write deferred')
+#: columns only open-cas-linux master prints
+PREFETCH = ('Prefetch Policy', 'Prefetch: readahead', 'Cleaner',
+            'User requests', 'Prefetch core reads: readahead',
+            'Prefetch cache writes: readahead', 'Cleaner cache reads',
+            'Cleaner core writes')
+
+
+def _shown(name: str, release: releases.Release) -> bool:
+    return ((release.deferred_rows or name not in DEFERRED) and
+            (release.prefetch_columns or name not in PREFETCH))
+
+
+def _counter_columns(plural: str, release: releases.Release) -> list[str]:
     """Each counter as casadm prints it: '<name> [<unit>]', '<name> [%]'."""
     columns = []
     for name, unit in _COUNTERS:
+        if not _shown(name, release):
+            continue
         name = name.format(s=plural)
         columns += ['%s [%s]' % (name, unit), '%s [%%]' % name]
     return columns
 
 
-CACHE_COLUMNS = [
-    'Cache Id', 'Cache Size [4KiB Blocks]', 'Cache Size [GiB]',
-    'Cache Device', 'Exported Object', 'Core Devices',
-    'Inactive Core Devices', 'Write Policy', 'Cleaning Policy',
-    'Promotion Policy', 'Prefetch Policy', 'Cache line size [KiB]',
-    'Metadata Memory Footprint [MiB]', 'Dirty for [s]', 'Dirty for',
-    'Status',
-] + _counter_columns('(s)')
+def cache_columns(release: releases.Release) -> list[str]:
+    """The header of ``casadm -P -i N -o csv`` in *release*."""
+    return [name for name in (
+        'Cache Id', 'Cache Size [4KiB Blocks]', 'Cache Size [GiB]',
+        'Cache Device', 'Exported Object', 'Core Devices',
+        'Inactive Core Devices', 'Write Policy', 'Cleaning Policy',
+        'Promotion Policy', 'Prefetch Policy', 'Cache line size [KiB]',
+        'Metadata Memory Footprint [MiB]', 'Dirty for [s]', 'Dirty for',
+        'Status') if _shown(name, release)] + _counter_columns('(s)', release)
 
-CORE_COLUMNS = [
-    'Core Id', 'Core Device', 'Exported Object', 'Core Size [4KiB Blocks]',
-    'Core Size [GiB]', 'Dirty for [s]', 'Dirty for', 'Status',
-    'Seq cutoff threshold [KiB]', 'Seq cutoff policy',
-] + _counter_columns('')
+
+def core_columns(release: releases.Release) -> list[str]:
+    """The header of ``casadm -P -i N -j M -o csv`` in *release*."""
+    return [
+        'Core Id', 'Core Device', 'Exported Object',
+        'Core Size [4KiB Blocks]', 'Core Size [GiB]', 'Dirty for [s]',
+        'Dirty for', 'Status', 'Seq cutoff threshold [KiB]',
+        'Seq cutoff policy',
+    ] + _counter_columns('', release)
+
+
+def dirty_seconds(core: dict[str, Any], now: Optional[float] = None) -> int:
+    """Whole seconds a core has held dirty data (OCF's dirty_since)."""
+    since = core.get('dirty_since')
+    if not core['dirty'] or since is None:
+        return 0
+    return max(int((now or time.time()) - since), 0)
+
+
+def dirty_for(seconds: int) -> dict[str, str]:
+    """The two "Dirty for" columns (statistics_model.c, print_dirty_for_time).
+
+    0 prints "Cache clean", whatever the dirty count: OCF keeps
+    dirty_since in whole seconds, so for the first second of dirty data
+    casadm says "Cache clean" while Dirty is above 0.
+    """
+    if not seconds:
+        text = 'Cache clean'
+    else:
+        parts = zip((seconds // 86400, seconds % 86400 // 3600,
+                     seconds % 3600 // 60, seconds % 60), 'dhms')
+        text = ' '.join('%d [%s]' % (value, unit) for value, unit in parts
+                        if value)
+    return {'Dirty for [s]': str(seconds), 'Dirty for': text}
 
 
 def _pct(part: float, whole: float) -> str:
@@ -119,18 +168,28 @@ def _request_columns(core_like: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _usage(occupancy: int, dirty: int, size: int) -> dict[str, str]:
+def _usage(occupancy: int, dirty: int, size: int, whole: int,
+           prefix: str = '') -> dict[str, str]:
+    """Usage rows; Clean and Dirty are percent of *whole*.
+
+    casadm: percent of the cache size at cache level, of the occupancy at
+    core level and in the "Inactive" rows.
+    """
     clean = occupancy - dirty
     free = max(size - occupancy, 0)
     out = {}
-    for name, value in (('Occupancy', occupancy), ('Free', free),
-                        ('Clean', clean), ('Dirty', dirty)):
-        out['%s [4KiB Blocks]' % name] = str(value)
-    out['Occupancy [%]'] = _pct(occupancy, size)
-    out['Free [%]'] = _pct(free, size)
-    out['Clean [%]'] = _pct(clean, occupancy)
-    out['Dirty [%]'] = _pct(dirty, occupancy)
+    for name, value, of in (('Occupancy', occupancy, size),
+                            ('Free', free, size), ('Clean', clean, whole),
+                            ('Dirty', dirty, whole)):
+        out['%s%s [4KiB Blocks]' % (prefix, name)] = str(value)
+        out['%s%s [%%]' % (prefix, name)] = _pct(value, of)
     return out
+
+
+#: rows a cache with inactive cores adds after its usage rows
+INACTIVE_USAGE = ['Inactive %s [%s]' % (name, unit)
+                  for name in ('Occupancy', 'Clean', 'Dirty')
+                  for unit in ('4KiB Blocks', '%')]
 
 
 def _line(header: list[str], values: dict[str, str]) -> str:
@@ -140,7 +199,8 @@ def _line(header: list[str], values: dict[str, str]) -> str:
         quote(values.get(name, '0')) for name in header))
 
 
-def cache_csv(cache_id: int, cache: dict[str, Any]) -> str:
+def cache_csv(cache_id: int, cache: dict[str, Any],
+              release: releases.Release, now: Optional[float] = None) -> str:
     cores = list(cache['cores'].values())
     dirty = sum(c['dirty'] for c in cores)
     occupancy = sum(c['dirty'] + c['clean'] for c in cores)
@@ -155,20 +215,32 @@ def cache_csv(cache_id: int, cache: dict[str, Any]) -> str:
         'Core Devices': str(len(cores)),
         'Inactive Core Devices': str(sum(
             1 for c in cores if c['status'] == 'Inactive')),
-        'Write Policy': cache['mode'], 'Cleaning Policy': 'alru',
+        'Write Policy': cache['mode'],
+        'Cleaning Policy': cache.get('cleaning', 'alru'),
         'Promotion Policy': 'always', 'Prefetch Policy': 'none',
         'Cache line size [KiB]': '4',
         'Metadata Memory Footprint [MiB]': '145.2',
-        'Dirty for': 'Cache clean' if not dirty else '0 [s]',
         'Status': cache['status'],
     }
-    values.update(_usage(occupancy, dirty, cache['size_blocks']))
+    values.update(dirty_for(max([dirty_seconds(c, now) for c in cores] or
+                                [0])))
+    size = cache['size_blocks']
+    values.update(_usage(occupancy, dirty, size, size))
     values.update(_request_columns(totals))
-    return _line(CACHE_COLUMNS, values)
+    columns = cache_columns(release)
+    inactive = [c for c in cores if c['status'] == 'Inactive']
+    if inactive:
+        held = sum(c['dirty'] + c['clean'] for c in inactive)
+        values.update(_usage(held, sum(c['dirty'] for c in inactive), size,
+                             held, 'Inactive '))
+        at = columns.index('Dirty [%]') + 1
+        columns[at:at] = INACTIVE_USAGE
+    return _line(columns, values)
 
 
 def core_csv(cache_id: int, core_id: int, cache: dict[str, Any],
-             core: dict[str, Any], by_id: bool) -> str:
+             core: dict[str, Any], by_id: bool,
+             release: releases.Release, now: Optional[float] = None) -> str:
     inactive = core['status'] == 'Inactive'
     values = {
         'Core Id': str(core_id),
@@ -176,13 +248,17 @@ def core_csv(cache_id: int, core_id: int, cache: dict[str, Any],
         core.get('resolved', core['device']),
         'Exported Object': '-' if inactive else '/dev/cas%d-%d' % (
             cache_id, core_id),
-        'Core Size [4KiB Blocks]': str(core['size_blocks']),
-        'Core Size [GiB]': '%.2f' % (core['size_blocks'] * 4096 / 2 ** 30),
-        'Dirty for': 'Cache clean' if not core['dirty'] else '0 [s]',
+        # an inactive core has no device to measure
+        'Core Size [4KiB Blocks]': '0' if inactive else str(
+            core['size_blocks']),
+        'Core Size [GiB]': '%.2f' % (
+            0 if inactive else core['size_blocks'] * 4096 / 2 ** 30),
         'Status': core['status'],
         'Seq cutoff threshold [KiB]': '1024', 'Seq cutoff policy': 'full',
     }
-    values.update(_usage(core['dirty'] + core['clean'], core['dirty'],
-                         cache['size_blocks']))
+    values.update(dirty_for(dirty_seconds(core, now)))
+    occupancy = core['dirty'] + core['clean']
+    values.update(_usage(occupancy, core['dirty'], cache['size_blocks'],
+                         occupancy))
     values.update(_request_columns(core))
-    return _line(CORE_COLUMNS, values)
+    return _line(core_columns(release), values)

@@ -12,14 +12,26 @@
 
 """casadm as it really behaves (opencas-cli.md, "Third reading")."""
 
+import csv
+import io
 import os
+import re
+import shlex
+import shutil
 import subprocess
+
+import fixtures
+import testtools
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
+from os_brick_cas import rbd_names
 from os_brick_cas.simulator import casadm as sim_casadm
+from os_brick_cas.simulator import fixture as sim_fixture
+from os_brick_cas.simulator import state as sim_state
 from tests.functional import base
+from tests.functional.simulator import real_samples
 
 HAND_LINK = '/dev/disk/by-id/rbd-a-handmade'
 
@@ -201,7 +213,7 @@ class KrbdBusyTestCase(base.FunctionalTestCase):
         [core] = self.cores()
         self.assertEqual('Active', core.status)
         flush = run('casadm', '-F', '-i', '2', '-j', str(core.core_id))
-        self.assertEqual((1, 'Error while writing to core device\n'),
+        self.assertEqual((1, 'I/O error\n'),
                          (flush.returncode, flush.stderr))
 
         self.assertRaises(exception.CasError,
@@ -303,3 +315,240 @@ class MessagesTestCase(base.FunctionalTestCase):
                          cas.version()['CAS Cache Kernel Module'])
         self.assertRaises(exception.CasModuleNotLoaded, cas.list_caches)
         self.assertEqual(sim_casadm.VERSION, cas.version()['CAS CLI Utility'])
+
+
+REAL = real_samples.REAL
+real_sample = real_samples.real_sample
+REAL_FSID = 'e1bc46253e2c45a9a5413d8aa4ee3cf9'
+#: -P columns whose values come from the real data path (reads, the brd
+#: cache's size and metadata, percentages of them): the counter-only
+#: simulator has no data path,
+#: so these are not compared (the header always is, whole)
+DATA_PATH_COLUMNS = re.compile(
+    r'^(Cache Size|Metadata Memory Footprint|Occupancy|Free|Clean|Read |'
+    r'Write |Pass-Through|Serviced|Total|Reads from|Writes to|Cache read|'
+    r'Cache write|Cache total|Core read|Core write|Core total|Dirty \[%\]|'
+    r'Inactive (Occupancy|Clean|Dirty \[%\]))')
+
+
+class RealSamplesReplayTestCase(testtools.TestCase):
+    """The real v26.03.2 trial, call by call, against the simulator.
+
+    One simulated host goes through the trial's steps in order: each
+    recorded casadm/rbd call is run with the same argv and its exit code,
+    stdout and stderr compared exactly (the fsid, /dev/rbdN and scratch
+    paths normalised; -P values of the data path aside, see
+    DATA_PATH_COLUMNS). What the trial did outside casadm/rbd (dd writes,
+    time passing, a process holding a device open) is done through the
+    simulator's knobs; STEPS says so per sample, and why a sample is not
+    replayed (table output, dmesg, ...).
+    """
+
+    #: sample number -> what to do (default: replay it)
+    STEPS = {
+        13: ('open', '/dev/rbd0'),         # the trial held it with exec 3<
+        15: ('close', '/dev/rbd0'),
+        19: ('module', True),              # insmod cas_cache.ko
+        21: ('skip', 'table output (-V without -o csv) is not simulated'),
+        38: ('skip', 'ls/lsblk/udevadm of the guest'),
+        39: ('skip', 'table output (-L without -o csv) is not simulated'),
+        46: ('dirty', 1024),
+        48: ('clock', 2),
+        50: ('skip', 'table output (-P without -o csv) is not simulated'),
+        55: ('stdin', 'ioclass-core1-pt.csv'),
+        57: ('skip', 'dd through a pass-through IO class: no dirty data'),
+        59: ('skip', 'IO-class statistics (-P -d) are not simulated'),
+        65: ('dirty+open', 1024),          # written, then held open
+        67: ('dirty', 1024),
+        70: ('dirty+close', 1024),
+        75: ('dirty', 1024),
+        79: ('dirty', 1024),
+        86: ('clock', 4),
+        88: ('dirty', 1024),
+        93: ('skip', 'table output (-L without -o csv) is not simulated'),
+        94: ('clock', 2),
+        100: ('skip', 'ls -l /dev/disk/by-id of the guest'),
+        106: ('dirty', 1024),
+        120: ('dirty', 1024),
+        123: ('clock', 1),
+        124: ('skip', 'dd through the exported object (no data path)'),
+    }
+
+    def setUp(self) -> None:
+        super().setUp()
+        reason = base.can_use_dev()
+        if reason:
+            self.skipTest(reason)
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.host = self.useFixture(sim_fixture.SimulatedHost(
+            caches={}, udev_by_id=True))
+        self.host.set_module_loaded(False)
+        self.host.create_image('rbd', 'vol1', 256)
+        self.host.advance_clock()
+        os.makedirs(os.path.join(self.tmp, 'links'))
+        self.sim_fsid = rbd_names.normal_fsid(sim_state.SIMULATED_FSID)
+
+    def _normalise(self, text: str) -> str:
+        return (text.replace(REAL_FSID, self.sim_fsid)
+                .replace('/scratch/', self.tmp + '/'))
+
+    def _link(self, link: str) -> None:
+        os.symlink('/dev/rbd0', link)
+        self.addCleanup(os.unlink, link)
+
+    def _act(self, action: str, value) -> None:
+        if action in ('open', 'close'):
+            self.host.set_open(value, action == 'open')
+        elif action == 'module':
+            self.host.set_module_loaded(value)
+        elif action == 'clock':
+            self.host.advance_clock(value)
+        elif action.startswith('dirty'):
+            if action.endswith('close'):
+                self.host.set_open('/dev/cas1-1', False)
+            self.host.set_dirty(1, 1, value)
+            if action.endswith('open'):
+                self.host.set_open('/dev/cas1-1')
+
+    def _compare_stats(self, want: str, got: str) -> list[str]:
+        want_rows = list(csv.reader(io.StringIO(want)))
+        got_rows = list(csv.reader(io.StringIO(got)))
+        if [row[:1] for row in want_rows] != [row[:1] for row in got_rows] \
+                or want_rows[0] != got_rows[0]:
+            return ['header: want %d columns, got %d: %s' % (
+                len(want_rows[0]), len(got_rows[0]) if got_rows else 0,
+                sorted(set(got_rows[0] if got_rows else []) ^
+                       set(want_rows[0])))]
+        return ['%s: want %r, got %r' % (name, w, g) for name, w, g in zip(
+            want_rows[0], want_rows[1], got_rows[1])
+            if w != g and not DATA_PATH_COLUMNS.match(name)]
+
+    def test_replay_v26_03_2(self):
+        names = sorted(os.listdir(os.path.join(REAL, 'v26.03.2')))
+        self.assertGreater(len(names), 90)
+        self._link(os.path.join(self.tmp, 'links', 'rbd-vol1'))
+        inputs = os.path.join(REAL, 'v26.03.2-inputs')
+        for name in os.listdir(inputs):
+            shutil.copy(os.path.join(inputs, name), self.tmp)
+        differences, replayed = [], 0
+        for number in range(1, 131):
+            action = self.STEPS.get(number, ('replay', None))
+            [name] = [n for n in names if n.startswith('%03d-' % number)] or \
+                [None]
+            if action[0] == 'skip':
+                continue
+            if action[0] not in ('replay', 'stdin'):
+                try:
+                    self._act(*action)
+                except KeyError as exc:     # the state it needs is missing
+                    differences.append('step %d: no %s' % (number, exc))
+            if name is None:
+                continue        # not a casadm/rbd call (dd, modinfo, ...)
+            argv, code, out, err = real_sample(name)
+            argv = [self._normalise(arg) for arg in argv]
+            stdin = None
+            if action[0] == 'stdin':
+                argv = ['casadm'] + shlex.split(argv[2].split('<')[0])[1:]
+                with open(os.path.join(inputs, action[1])) as table:
+                    stdin = table.read()
+            if number == 36:
+                self._link(argv[-1])
+            got = subprocess.run(argv, capture_output=True, text=True,
+                                 input=stdin, env=os.environ.copy())
+            replayed += 1
+            want = (code, self._normalise(out), self._normalise(err))
+            if '-P' in argv or '--stats' in argv:
+                found = self._compare_stats(want[1], got.stdout) if (
+                    code == 0) else []
+                if (got.returncode, got.stderr) != (code, want[2]) or \
+                        (code and got.stdout != want[1]):
+                    found.append('%r' % ((got.returncode, got.stdout,
+                                          got.stderr),))
+            else:
+                found = [] if (got.returncode, got.stdout,
+                               got.stderr) == want else [
+                    'want %r\n     got %r' % (want, (
+                        got.returncode, got.stdout, got.stderr))]
+            differences += ['%s: %s' % (name, line) for line in found]
+        self.assertEqual([], differences, '\n'.join(differences))
+        self.assertGreater(replayed, 85)
+
+
+class CorePoolTestCase(base.FunctionalTestCase):
+    """A try-add for a cache that is not running parks the device."""
+
+    udev_by_id = True
+
+    def _pool(self) -> list[str]:
+        return casadm.parse_core_pool(self._tool(
+            'casadm', '-L', '-o', 'csv', '-b'))
+
+    def test_reactivation_refused_when_the_cache_stops_first(self):
+        props = self.props(self.image('volume-pooled'), 'wb')
+        self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 24)
+        self.host.reboot()
+        # the operator stops the instance between the attach's -L and its
+        # try-add: casadm exits 0 and parks the device in the core pool
+        self.host.stop_cache_before('try-add', core.cache_id)
+
+        exc = self.assertRaises(exception.CacheNotRunning,
+                                self.connector.connect_volume, props)
+        self.assertIn('core pool', str(exc))
+        self.assertEqual([], self._pool())
+        self.assertEqual(1, len([c for c in self.host.calls('casadm')
+                                 if '--remove-detached' in c['argv']]))
+        saved = self.host.state()['metadata']['/dev/nvme0n1p2']['cache']
+        self.assertEqual(24, saved['cores'][str(core.core_id)]['dirty'])
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+
+    def test_attach_releases_a_device_left_in_the_core_pool(self):
+        image = self.image('volume-left-in-pool')
+        self._tool('rbd', 'map', image, '--pool', base.POOL)
+        link = self.host.by_id_link(base.POOL, image)
+        self._tool('casadm', '--script', '--add-core', '--try-add',
+                   '--cache-id', '9', '--core-id', '1', '--core-device',
+                   link)
+        self.assertEqual([link], self._pool())
+        props = self.props(image, 'wt')
+
+        info = self.connector.connect_volume(props)
+
+        self.assertRegex(info['path'], r'^/dev/cas1-\d+$')
+        self.assertEqual([], self._pool())
+        self.assertEqual([link], [c.device for c in self.cores()])
+        self.connector.disconnect_volume(props, info)
+        self.assertEqual([], self.cores())
+
+
+class RefusedButFlushedTestCase(base.FunctionalTestCase):
+    """-R/-T refused because /dev/casX-Y is open have flushed already."""
+
+    def test_detach_and_stop_refused_while_the_export_is_open(self):
+        props = self.props(self.image('volume-open'), 'wb')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 40)
+        self.host.set_open(info['path'])
+
+        exc = self.assertRaises(exception.DeviceBusy,
+                                self.connector.disconnect_volume, props, info)
+        self.assertIn('Device opens or mount are pending', str(exc))
+        self.assertEqual([('Active', 0)],
+                         [(c.status, self.dirty(c)) for c in self.cores()])
+        self.assertEqual(40, self.host.state()['flushed_blocks'])
+        self.assertIn((2, core.core_id),
+                      opencas_conf.read(self.opencas_conf).cores)
+        self.host.set_dirty(core.cache_id, core.core_id, 8)
+        stop = run('casadm', '-T', '-i', '2')
+        self.assertEqual((1, 'Error while stopping cache 2\nDevice opens or '
+                             'mount are pending to this cache\n'),
+                         (stop.returncode, stop.stderr))
+        self.assertEqual([('Active', 0)],
+                         [(c.status, self.dirty(c)) for c in self.cores()])
+
+        self.host.set_open(info['path'], False)
+        self.connector.disconnect_volume(props, info)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()

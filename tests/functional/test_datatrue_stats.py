@@ -17,7 +17,7 @@ import os
 
 from os_brick_cas import casadm
 from tests.functional import base
-from tests.unit.os_brick_cas import base as unit_base
+from tests.functional.simulator import real_samples
 
 LINE = 4096
 
@@ -76,11 +76,11 @@ class DataTrueStatsTestCase(base.FunctionalTestCase):
         self.assertEqual('256', cache_stats['Cache Size [4KiB Blocks]'])
         # the same front-end and columns as the counter-only simulator
         for stats_argv, sample in (
-                (('-i', '1'), 'stats_P_cache_csv_HEAD.txt'),
+                (('-i', '1'), real_samples.CACHE_STATS),
                 (('-i', '1', '-j', str(core.core_id)),
-                 'stats_P_core_csv_HEAD.txt')):
+                 real_samples.CORE_STATS)):
             produced = self._tool('casadm', '-P', *stats_argv, '-o', 'csv')
-            self.assertEqual(unit_base.sample(sample).splitlines()[0],
+            self.assertEqual(','.join(real_samples.header(sample)),
                              produced.splitlines()[0])
         self.connector.disconnect_volume(props, device)
         self.assert_clean_host()

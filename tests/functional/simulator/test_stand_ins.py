@@ -20,6 +20,7 @@ import time
 from os_brick_cas.simulator import casadm as sim_casadm
 from os_brick_cas.simulator import fixture
 from tests.functional import base as functional_base
+from tests.functional.simulator import real_samples
 from tests.unit.os_brick_cas import base as unit_base
 
 
@@ -62,21 +63,65 @@ class StandInTestCase(functional_base.FunctionalTestCase):
         self.assertEqual(sample[4].split(',')[3:], produced[2].split(',')[3:])
         self.assertEqual(sample[5].split(',')[3:], produced[3].split(',')[3:])
 
-    def test_stats_and_version_headers_are_casadm_26_03(self):
-        link = self.mapped_link('s')
-        run('casadm', '-A', '-i', '1', '-d', link)
-        for argv, sample in (
-                (('-P', '-i', '1', '-o', 'csv'), 'stats_P_cache_csv_HEAD.txt'),
-                (('-P', '-i', '1', '-j', '1', '-o', 'csv'),
-                 'stats_P_core_csv_HEAD.txt'),
-                (('-V', '-o', 'csv'), 'version_V_csv.txt')):
-            out = run('casadm', *argv).stdout.splitlines()
-            expected = unit_base.sample(sample).splitlines()
-            self.assertEqual(expected[0], out[0])
-            self.assertEqual(len(expected[1].split(',')),
-                             len(out[1].split(',')))
-        self.assertEqual(unit_base.sample('version_V_csv.txt'),
-                         run('casadm', '-V', '-o', 'csv').stdout)
+    def _stats_headers(self) -> tuple[list[str], list[str]]:
+        cache = run('casadm', '-P', '-i', '1', '-o', 'csv').stdout
+        core = run('casadm', '-P', '-i', '1', '-j', '1', '-o', 'csv').stdout
+        return cache.splitlines()[0].split(','), core.splitlines()[0].split(
+            ',')
+
+    def test_stats_headers_per_release(self):
+        # 83/78 columns on v26.03.2 (as recorded), 79/74 before, 98/92 on
+        # master (statistics_model.c of each release)
+        run('casadm', '-A', '-i', '1', '-d', self.mapped_link('s'))
+        real = (real_samples.header(real_samples.CACHE_STATS),
+                real_samples.header(real_samples.CORE_STATS))
+        self.assertEqual((83, 78), tuple(len(h) for h in real))
+        self.assertEqual(real, self._stats_headers())
+        deferred = {'Read deferred [Requests]', 'Read deferred [%]',
+                    'Write deferred [Requests]', 'Write deferred [%]'}
+        for version in ('24.09.0.0000.release', '25.12.2.0000.release'):
+            self.host.set_version(version)
+            for want, got in zip(real, self._stats_headers()):
+                self.assertEqual([t for t in want if t not in deferred],
+                                 got, version)
+        self.host.set_version('26.03.2.0000.master')
+        cache, core = self._stats_headers()
+        self.assertEqual((98, 92), (len(cache), len(core)))
+        self.assertEqual(real[0], [t for t in cache if not t.startswith(
+            ('Prefetch', 'Cleaner', 'User requests'))])
+
+    def test_version_is_the_real_one(self):
+        self.assertEqual(real_samples.real_sample(
+            '022-casadm-version-csv.txt')[2],
+            run('casadm', '-V', '-o', 'csv').stdout)
+
+    def test_messages_per_release(self):
+        """"Old metadata" (v24.9 in the extended message), alru rows."""
+        run('casadm', '-S', '-i', '3', '-d', '/dev/ram7', '-c', 'wb')
+        run('casadm', '-T', '-i', '3', '-n')
+        for version, want in (
+                ('24.09.0.0000.release',
+                 'Error inserting cache 3\nOld metadata found on device.\n'
+                 'Please load cache metadata using --load option or use '
+                 '--force to\n discard on-disk metadata and start fresh '
+                 'cache instance.\n\n'),
+                (None, real_samples.real_sample(
+                    '082-casadm-S-nolforce.txt')[3].replace(
+                        'cache 1', 'cache 3'))):
+            self.host.set_version(version)
+            start = run('casadm', '-S', '-i', '3', '-d', '/dev/ram7', '-c',
+                        'wb')
+            self.assertEqual((1, want), (start.returncode, start.stderr))
+        rows = {}
+        for version in ('24.09.0.0000.release', '25.12.2.0000.release'):
+            self.host.set_version(version)
+            rows[version] = run('casadm', '-G', '-n', 'cleaning-alru', '-i',
+                                '1', '-o', 'csv').stdout.splitlines()
+        self.assertEqual(real_samples.real_sample(
+            '043-casadm-G-cleaning-alru.txt')[2].splitlines(),
+            rows['25.12.2.0000.release'])
+        self.assertEqual(rows['25.12.2.0000.release'][:5],
+                         rows['24.09.0.0000.release'])
 
     def test_refusals(self):
         self.host.create_image('volumes', 'r', 4)
