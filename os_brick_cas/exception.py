@@ -272,3 +272,22 @@ class CasadmTooOld(CasadmCommandFailed):
                "whose per-core flush is '-F -i I -j J'; older ones use -E). "
                "Nothing was changed. Upgrade Open CAS; 'os-brick-cas doctor' "
                "checks the release.")
+
+
+class FenceConflict(CasError):
+    """The fence marker was not what a compare-and-swap expected."""
+
+    message = ("The fence marker of volume %(volume)s changed under this "
+               "operation: expected %(expected)s, Cinder has %(current)s. "
+               "Nothing was changed; check who owns the volume "
+               "('os-brick-cas owners') and retry.")
+
+    def __init__(self, message=None, current=None, **kwargs):
+        self.current = current
+        super().__init__(message, current=current, **kwargs)
+
+
+class TransitionRefused(CasError):
+    """A life-cycle transition that would break the host/Cinder rule."""
+
+    message = ("%(action)s of volume %(volume)s refused: %(reason)s")

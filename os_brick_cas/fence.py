@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from oslo_log import log as logging
 
+from os_brick_cas import exception
 from os_brick_cas import ownership
 
 LOG = logging.getLogger(__name__)
@@ -34,6 +35,15 @@ ATTRIBUTE = 'os-brick-cas:fence'
 EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
 LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
 DRAINED_ATTRIBUTE = 'os-brick-cas:fence-drained'
+
+
+class _Unset(object):
+    def __repr__(self) -> str:
+        return 'UNSET'
+
+
+#: ``expect`` of an unconditional set or clear
+UNSET: Any = _Unset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,19 +99,54 @@ class FenceClient(object):
                 lost.append(Owner(lost_host, epoch or None))
         return owner, lost
 
+    def _check_expected(self, volume_id: str, expect: Any) -> None:
+        """Raise FenceConflict unless the marker is *expect* now.
+
+        The server checks *expect* again atomically (it is sent with the
+        action); this read gives the caller the current marker.
+        """
+        if expect is UNSET:
+            return
+        current = self.owner(volume_id)
+        if current != expect:
+            raise exception.FenceConflict(volume=volume_id,
+                                          expected=expect, current=current)
+
+    @staticmethod
+    def _expect_body(body: dict[str, Any], expect: Any) -> None:
+        if expect is not UNSET:
+            body['expect'] = (None if expect is None else
+                              dataclasses.asdict(expect))
+
+    def _act(self, action: str, volume_id: str, body: dict[str, Any],
+             expect: Any) -> None:
+        """Post *action*; Cinder's 409 (marker not *expect*) is a conflict."""
+        try:
+            self.cinder.volumes._action(action, volume_id, body)
+        except Exception as exc:
+            if getattr(exc, 'code', None) != 409:
+                raise
+            raise exception.FenceConflict(volume=volume_id, expected=expect,
+                                          current=self.owner(volume_id))
+
     def set(self, volume_id: str, host: str,
-            epoch: Optional[str] = None, drained: bool = False) -> None:
+            epoch: Optional[str] = None, drained: bool = False,
+            expect: Any = UNSET) -> None:
         """Record that *host* (attachment *epoch*) may hold unsaved writes.
 
         With *drained* (needs *epoch*): it holds none and cannot get any
-        until it sets the marker again without it.
+        until it sets the marker again without it. With *expect* (an
+        Owner, or None for "no marker") the marker changes only if it is
+        that now; otherwise FenceConflict (``.current``) is raised.
         """
+        self._check_expected(volume_id, expect)
         body: dict[str, Any] = {'host': host}
         if epoch:
             body['epoch'] = epoch
         if drained:
             body['drained'] = True
-        self.cinder.volumes._action(SET_ACTION, volume_id, body)
+        self._expect_body(body, expect)
+        self._act(SET_ACTION, volume_id, body, expect)
         LOG.info('Fence marker of volume %(vol)s set to host %(host)s '
                  '(attachment %(epoch)s%(drained)s)',
                  {'vol': volume_id, 'host': host, 'epoch': epoch,
@@ -124,14 +169,18 @@ class FenceClient(object):
         self.set(volume_id, host, epoch, drained=drained and bool(epoch))
         return None
 
-    def clear(self, volume_id: str, lost: bool = False) -> None:
+    def clear(self, volume_id: str, lost: bool = False,
+              expect: Any = UNSET) -> None:
         """Drop the marker (after a clean detach, or knowingly).
 
         With *lost*, Cinder records the cleared owner as lost: only then
-        may that host's stale cached data be discarded.
+        may that host's stale cached data be discarded. *expect* as for
+        :meth:`set`.
         """
-        self.cinder.volumes._action(CLEAR_ACTION, volume_id,
-                                    {'lost': True} if lost else {})
+        self._check_expected(volume_id, expect)
+        body: dict[str, Any] = {'lost': True} if lost else {}
+        self._expect_body(body, expect)
+        self._act(CLEAR_ACTION, volume_id, body, expect)
         LOG.info('Fence marker of volume %s cleared%s', volume_id,
                  ' (owner declared lost)' if lost else '')
 
