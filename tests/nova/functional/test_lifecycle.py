@@ -464,7 +464,7 @@ class OperatorDrainTestCase(LifecycleTestBase):
         code, text = self.cli('undrain', '--volume', WB_VOL,
                               '--host', 'compute1')
         self.assertEqual(1, code, text)
-        self.assertIn('undrain refused', text)
+        self.assertIn('refused: its fence marker names host compute9', text)
         self.assertEqual({core.core_id}, self.drained_on('compute1'))
         self.cinder.fences[WB_VOL] = 'compute1'
         code, text = self.cli('undrain', '--volume', WB_VOL,
