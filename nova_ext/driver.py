@@ -492,16 +492,16 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                 context, old_connection_info, new_connection_info, instance,
                 mountpoint, resize_to)
         volume_driver = self._cached_rbd_volume_driver()
-        if old.mode.holds_dirty_data and volume_driver.cached_path(
-                old_connection_info):
-            # drained: no write during the block copy can get dirty, so
-            # the detach after the pivot has nothing left to flush
-            LOG.info('Draining volume %s before swapping it out',
-                     old.volume_id, instance=instance)
-            volume_driver.drain(old_connection_info,
-                                holder=cas_lifecycle.SWAP,
-                                instance_uuid=instance.uuid)
         try:
+            if old.mode.holds_dirty_data and volume_driver.cached_path(
+                    old_connection_info):
+                # drained: no write during the block copy can get dirty,
+                # so the detach after the pivot has nothing left to flush
+                LOG.info('Draining volume %s before swapping it out',
+                         old.volume_id, instance=instance)
+                volume_driver.drain(old_connection_info,
+                                    holder=cas_lifecycle.SWAP,
+                                    instance_uuid=instance.uuid)
             with volume_driver.keeping_data_on_failed_detach(old.volume_id):
                 return super().swap_volume(
                     context, old_connection_info, new_connection_info,

@@ -88,7 +88,7 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (INACTIVE, 'detach'): ABSENT,            # map, re-activate, flush
     (CACHING, 'drain'): DRAINING,            # pin, flush, verify
     (DRAINING, 'drain-verified'): DRAINED,   # then Cinder is told
-    (DRAINING, 'drain-failed'): UNDRAINING,  # roll back
+    (DRAINING, 'drain-failed'): DRAINED,     # pinned, Cinder not told
     (DRAINED, 'drain'): DRAINED,             # idempotent
     (DRAINED, 'undrain'): UNDRAINING,        # Cinder told first
     (UNDRAINING, 'undrain-done'): CACHING,
@@ -591,9 +591,15 @@ class Lifecycle(object):
         LOG.warning('Volume %(vol)s: resolving a %(state)s left by a '
                     'process that stopped; it goes back to caching',
                     {'vol': volume.label, 'state': record['state']})
-        # a drain that never asked Cinder rolls back without it; anything
-        # else weakens Cinder first
-        told = record.get('phase') != 'host'
+        if record['state'] == DRAINING and record.get('origin') == DRAINED:
+            # a repeated drain: back to where it started, still drained
+            # (the host is at least as strong as before)
+            self._settle(spec, record, DRAINED)
+            return None
+        # a drain from caching that never asked Cinder rolls back without
+        # it; anything else weakens Cinder first
+        told = not (record['state'] == DRAINING and
+                    record.get('phase') == 'host')
         try:
             self._undrain_locked(volume, cinder, limit, retake=False,
                                  rolling_back=True, cinder_told=told)
@@ -638,6 +644,8 @@ class Drift:
     volume: str
     problem: str
     action: str
+    #: 'table', 'gone-class', 'inactive', 'marker' or 'journal'
+    kind: str = 'table'
 
 
 def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
@@ -664,14 +672,15 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
                     '%d:%s:%s' % (c.class_id, c.name, c.allocation)
                     for c in table),
                 'run "os-brick-cas drain" or "undrain" on a volume of it: '
-                'the table is composed again from this host\'s state'))
+                'the table is composed again from this host\'s state',
+                'table'))
         existing = {core.core_id for core in cache.cores}
         for core_id in sorted(drain_mod.drained_cores(table) - existing):
             found.append(Drift(
                 'cache instance %d' % cache.cache_id,
                 'drain class of core %d, which does not exist' % core_id,
                 'harmless until a core gets id %d; the next attach drops it'
-                % core_id))
+                % core_id, 'gone-class'))
         for core in cache.cores:
             named = rbd_names.parse_link_name(os.path.basename(core.device))
             label = core.device
@@ -680,7 +689,8 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
                     label, 'core %d of instance %d is inactive: it may hold '
                            'the newest data' % (core.core_id, cache.cache_id),
                     'attach the volume on this host again (or detach it: '
-                    'the detach flushes it); see "os-brick-cas owners"'))
+                    'the detach flushes it); see "os-brick-cas owners"',
+                    'inactive'))
             if named is None or cinder is None or cinder.client is None:
                 continue
             volume_id = _volume_id(named)
@@ -699,7 +709,7 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
                         % reason,
                         'run "os-brick-cas drain --volume %s" (or '
                         '"undrain") so Cinder and this host agree'
-                        % volume_id))
+                        % volume_id, 'marker'))
     for spec, record in records():
         if record.get('state') in (DRAINING, UNDRAINING):
             found.append(Drift(
@@ -707,7 +717,7 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
                 'a %s was interrupted' % record['state'],
                 'run "os-brick-cas undrain --volume %s" (or restart '
                 'nova-compute): it finishes by the safe order'
-                % (record.get('volume_id') or spec.image)))
+                % (record.get('volume_id') or spec.image), 'journal'))
     return found
 
 

@@ -294,6 +294,31 @@ def check_owners(casadm: casadm_mod.Casadm, host: str
                                      judged.verdict))
 
 
+def check_lifecycle(casadm: casadm_mod.Casadm, host: str
+                    ) -> Iterator[Finding]:
+    """Cores whose real state differs from their record (issue 21).
+
+    A table loaded by hand, a drain class of a core that is gone, an
+    interrupted drain or undrain, and (with Cinder credentials) a fence
+    marker saying "drained" for a core that is not - the one that FAILs:
+    Cinder then allows snapshots that miss data. Inactive cores are
+    reported by the cores check.
+    """
+    from os_brick_cas import lifecycle
+    client, problem = owner_client()
+    cinder = lifecycle.Cinder(host, client, problem=problem)
+    drifts = [d for d in lifecycle.drift(casadm, cinder)
+              if d.kind != 'inactive']
+    for drift in drifts:
+        yield Finding(FAIL if drift.kind == 'marker' else WARN,
+                      '%s: %s; %s' % (drift.volume, drift.problem,
+                                      drift.action))
+    if not drifts:
+        yield Finding(OK, 'life cycle: every core matches its record%s' % (
+            '' if client else ' (Cinder markers not compared: no '
+                              'credentials)'))
+
+
 def exit_code(findings: list[Finding]) -> int:
     """0 all OK, 1 warnings only, 2 any failure (oslo.upgradecheck)."""
     return max((EXIT_CODES[f.level] for f in findings), default=0)
@@ -307,6 +332,8 @@ def run(args: argparse.Namespace) -> int:
                                      'casadm does not answer'))
                for f in findings):
         findings += list(check_owners(
+            casadm, getattr(args, 'host', None) or socket.gethostname()))
+        findings += list(check_lifecycle(
             casadm, getattr(args, 'host', None) or socket.gethostname()))
     code = exit_code(findings)
     if getattr(args, 'format', 'table') == 'json':

@@ -40,6 +40,7 @@ import threading
 from typing import Optional
 
 from hypothesis import HealthCheck
+from hypothesis import Phase
 from hypothesis import settings
 from hypothesis import stateful
 from hypothesis import strategies as st
@@ -395,6 +396,8 @@ class LifecycleStatefulTestCase(base.FunctionalTestCase):
         machine.TestCase.settings = settings(
             max_examples=_examples(6), stateful_step_count=20,
             derandomize=not _long_run(), deadline=None, database=None,
+            # shrinking re-runs whole examples on a simulated host: minutes
+            phases=[Phase.explicit, Phase.generate],
             suppress_health_check=list(HealthCheck))
         STEPS[0] = 0
         stateful.run_state_machine_as_test(machine)
