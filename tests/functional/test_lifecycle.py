@@ -273,3 +273,18 @@ class DriftTestCase(LifecycleRegressionBase):
         self.assertEqual(0, self.cli('drain', '--volume', VOL_A)[0])
         self.assertNotIn('Cinder records it drained, but',
                          self.cli('doctor')[1])
+
+
+class EndStateTestCase(LifecycleRegressionBase):
+
+    def test_drain_all_after_a_reboot_reports_inactive_dirty_cores(self):
+        self.attach(VOL_A, dirty=10)
+        self.host.reboot()
+        code, out, err = self.cli('drain', '--all')
+        self.assertEqual(1, code, out + err)
+        self.assertNotIn('nothing to drain', out)
+        self.assertIn('volume %s: NOT drained: ' % VOL_A, err)
+        self.assertIn('inactive', err)
+        self.assertEqual('os-brick-cas drain: end state: 1 of 1 volume(s) '
+                         'NOT drained: %s' % VOL_A,
+                         err.splitlines()[-1].split(';')[0])
