@@ -20,7 +20,8 @@ os_brick_cas_libvirt.py`` importing this class, so nova.conf says::
     compute_driver = os_brick_cas_libvirt.CachedRBDLibvirtDriver
 
 Overridden: ``_get_volume_driver`` (connect, disconnect, get_config and
-extend all go through it), the live-migration checks and rollback (drain
+extend all go through it), ``init_host`` (resolve life-cycle transitions
+a stopped nova-compute left), the live-migration checks and rollback (drain
 write-back volumes before, undrain after a failure), ``swap_volume``
 (drain the old volume), ``quiesce``/``unquiesce`` (drain write-back
 volumes for the snapshot of a volume-backed server) and
@@ -57,6 +58,7 @@ TRAIT_PREFIX = 'CUSTOM_OPENCAS_'
 #: nova methods overridden here, with the parameters this code relies on
 OVERRIDDEN = {
     '_get_volume_driver': ['self', 'connection_info'],
+    'init_host': ['self', 'host'],
     'check_can_live_migrate_source': ['self', 'context', 'instance',
                                       'dest_check_data',
                                       'block_device_info'],

@@ -428,10 +428,20 @@ class Lifecycle(object):
 
     def _refuse_other_owner(self, volume: Volume, cinder: Cinder,
                             found: Located) -> None:
-        """Only the owner writes the volume's cached data to Ceph."""
+        """Only the owner writes the volume's cached data to Ceph.
+
+        Without an answer from Cinder the drain goes on: the core is
+        active, so Open CAS's cleaner writes its data to Ceph anyway.
+        """
         if cinder.client is None or volume.volume_id is None:
             return
-        owner = cinder.client.owner(volume.volume_id)
+        try:
+            owner = cinder.client.owner(volume.volume_id)
+        except Exception as exc:
+            LOG.warning('Cannot ask Cinder who owns volume %(vol)s (%(err)s)'
+                        '; draining its active core anyway',
+                        {'vol': volume.label, 'err': exc})
+            return
         epoch = found.epoch
         if owner is None or (owner.host == cinder.host and
                              owner.epoch in (None, epoch)):

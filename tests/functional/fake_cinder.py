@@ -18,6 +18,7 @@ set or clear conditional (409 when the marker differs), and ``down``
 makes every request fail with 503 (Cinder unreachable).
 """
 
+import json
 import re
 from typing import Optional
 
@@ -29,6 +30,8 @@ import requests_mock
 from os_brick_cas import fence
 
 CINDER = 'http://cinder.fake/v3'
+UNAVAILABLE = {'serviceUnavailable': {'message': 'Cinder is down',
+                                      'code': 503}}
 
 
 class FakeCinder(object):
@@ -62,7 +65,7 @@ class FakeCinder(object):
 
     def _show(self, request, context):
         if self._unavailable(context):
-            return {'error': 'unavailable'}
+            return UNAVAILABLE
         volume_id = request.path.rstrip('/').split('/')[-1]
         marker = self.markers.get(volume_id) or {}
         return {'volume': {
@@ -85,7 +88,7 @@ class FakeCinder(object):
 
     def _action(self, request, context):
         if self._unavailable(context):
-            return ''
+            return json.dumps(UNAVAILABLE)
         volume_id = request.path.split('/')[-2]
         body = request.json()
         [(action, params)] = body.items()

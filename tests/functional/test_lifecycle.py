@@ -158,6 +158,16 @@ class RacingTransitionsTestCase(LifecycleRegressionBase):
         self.assertFalse(self.cinder.owner(VOL_A).drained)
 
 
+class SharedLockTestCase(LifecycleRegressionBase):
+
+    def test_the_volume_lock_file_is_shared_with_the_nova_group(self):
+        core = self.attach(VOL_A)
+        spec = rbd_names.parse_link_name(os.path.basename(core.device))
+        path = os.path.join(self.tmp, 'os-brick-cas-' +
+                            locks.volume_lock_name(spec))
+        self.assertEqual(0o660, os.stat(path).st_mode & 0o777)
+
+
 class StaleListingTestCase(LifecycleRegressionBase):
 
     def test_drain_keeps_the_class_of_a_drain_done_while_it_waited(self):
