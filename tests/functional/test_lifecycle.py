@@ -163,8 +163,9 @@ class SharedLockTestCase(LifecycleRegressionBase):
     def test_the_volume_lock_file_is_shared_with_the_nova_group(self):
         core = self.attach(VOL_A)
         spec = rbd_names.parse_link_name(os.path.basename(core.device))
-        path = os.path.join(self.tmp, 'os-brick-cas-' +
-                            locks.volume_lock_name(spec))
+        path = os.path.join(self.tmp, 'os-brick-cas-rbd-' + '-'.join(
+            rbd_names.escape(part)
+            for part in (spec.pool, spec.namespace, spec.image)))
         self.assertEqual(0o660, os.stat(path).st_mode & 0o777)
 
 
