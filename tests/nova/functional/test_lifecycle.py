@@ -406,8 +406,12 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual(set(), self.drained_on('compute1'))
         self.assertEqual({}, self.cinder.drained)
 
-    def test_failure_at_the_destination_undrains_the_source_later(self):
-        """Nova calls no source hook when pre_live_migration fails."""
+    def fail_at_the_destination(self):
+        """A migration whose destination fails pre_live_migration.
+
+        Nova calls no source hook then: the source stays drained (safe,
+        writes go straight to Ceph, only slower). Returns its core.
+        """
         source_core = self.attach_dirty_wb()
         self.hosts['compute2'].inject_fault(
             'add-core', exit_code=1, stderr='Error while adding core device '
@@ -415,8 +419,11 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.migrate_to_compute2()
         self._wait_for_migration_status(self.server, ['error', 'failed'])
         self._wait_for_state_change(self.server, 'ACTIVE')
-        # still drained: safe (writes go straight to Ceph), only slower
         self.assertEqual({source_core.core_id}, self.drained_on('compute1'))
+        return source_core
+
+    def test_failure_at_the_destination_undrains_the_source_later(self):
+        source_core = self.fail_at_the_destination()
         self._run_periodics()
         self.assert_source_keeps_write_back(source_core, 0)
 
@@ -436,14 +443,7 @@ class LiveMigrationTestCase(TwoComputesTestBase):
 
     def test_restart_after_the_pre_check_still_undrains_later(self):
         """Issue 21: nova's record of its drains was kept in memory."""
-        source_core = self.attach_dirty_wb()
-        self.hosts['compute2'].inject_fault(
-            'add-core', exit_code=1, stderr='Error while adding core device '
-                                            'to cache instance 2\n')
-        self.migrate_to_compute2()
-        self._wait_for_migration_status(self.server, ['error', 'failed'])
-        self._wait_for_state_change(self.server, 'ACTIVE')
-        self.assertEqual({source_core.core_id}, self.drained_on('compute1'))
+        source_core = self.fail_at_the_destination()
         self.restart_nova_compute('compute1')
         self._run_periodics()
         self.assert_source_keeps_write_back(source_core, 0)
