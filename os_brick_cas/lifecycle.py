@@ -388,9 +388,10 @@ class Lifecycle(object):
             epoch = found.epoch
             self._refuse_other_owner(volume, cinder, found)
             previous = read_record(volume.spec) or {}
-            if now == DRAINED:
-                # drained before: by an operator (no record), or by nova
-                # for this same operation (a retried pre-check)
+            if now == DRAINED and holder != OPERATOR:
+                # drained before: by an operator (no record: it stays
+                # theirs), or by nova for this same operation (a retried
+                # pre-check). An operator's drain always becomes theirs.
                 holder = previous.get('holder', OPERATOR)
             record = dict(previous, state=DRAINING, phase='host',
                           origin=now, volume_id=volume.volume_id,
