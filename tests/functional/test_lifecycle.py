@@ -29,7 +29,6 @@ import fixtures
 from os_brick_cas import casadm
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import drain
-from os_brick_cas import lifecycle
 from os_brick_cas import locks
 from os_brick_cas import rbd_names
 from os_brick_cas import report
@@ -200,15 +199,15 @@ class StaleListingTestCase(LifecycleRegressionBase):
 class TimeBoundTestCase(LifecycleRegressionBase):
 
     def test_two_drains_on_one_instance_stay_within_their_bound(self):
-        self.attach(VOL_A, dirty=50)
-        self.attach(VOL_B, dirty=50)
-        self.host.set_flush_speed(50)           # 2.5 s per volume
+        self.attach(VOL_A, dirty=70)
+        self.attach(VOL_B, dirty=70)
+        self.host.set_flush_speed(50)           # 3.5 s per volume
         took = {}
 
         def drain_volume(volume_id):
             start = time.monotonic()
             took[volume_id] = (self.cli('drain', '--volume', volume_id,
-                                        '--timeout', '3'),
+                                        '--timeout', '5'),
                                time.monotonic() - start)
 
         threads = [threading.Thread(target=drain_volume, args=(v,))
@@ -220,47 +219,11 @@ class TimeBoundTestCase(LifecycleRegressionBase):
             thread.join()
         for volume_id, ((code, out, err), seconds) in took.items():
             # the bound covers the wait for the instance lock too
-            self.assertLess(seconds, 3 + 1.0, (volume_id, out, err))
+            self.assertLess(seconds, 5 + 1.0, (volume_id, out, err))
         self.assertEqual(0, took[VOL_A][0][0], took[VOL_A])
         self.assertEqual(1, took[VOL_B][0][0], took[VOL_B])
         self.assertIn('NOT drained', took[VOL_B][0][2].splitlines()[-1])
         self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
-
-
-class JournalTestCase(LifecycleRegressionBase):
-    """A crash mid-drain is resolved by the next process."""
-
-    def test_crash_after_telling_cinder_resolves_to_caching(self):
-        core = self.attach(VOL_A, dirty=10)
-
-        class Crash(BaseException):
-            pass
-
-        def crash(step):
-            if step == 'drain:told':
-                raise Crash(step)
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'os_brick_cas.lifecycle.step_hook', crash))
-        self.assertRaises(Crash, self.cli, 'drain', '--volume', VOL_A)
-        self.useFixture(fixtures.MonkeyPatch(
-            'os_brick_cas.lifecycle.step_hook', None))
-        spec = rbd_names.parse_link_name(os.path.basename(core.device))
-        self.assertEqual(lifecycle.DRAINING,
-                         lifecycle.state(self.casadm, spec))
-        self.assertTrue(self.cinder.owner(VOL_A).drained)
-        # Cinder unreachable: the resolution keeps it drained
-        self.cinder.down = True
-        view = lifecycle.Cinder(HOST, self.cinder.client())
-        self.assertIn('Cinder', lifecycle.Lifecycle(self.casadm).resolve_all(
-            view, lifecycle.deadline(5))[VOL_A])
-        self.assert_cinder_no_stronger_than_host(VOL_A)
-        self.cinder.down = False
-        self.assertEqual({}, lifecycle.Lifecycle(self.casadm).resolve_all(
-            view, lifecycle.deadline(5)))
-        self.assertFalse(self.pinned(core))
-        self.assertFalse(self.cinder.owner(VOL_A).drained)
-        self.assertEqual([], list(lifecycle.records()))
 
 
 class DriftTestCase(LifecycleRegressionBase):
