@@ -438,7 +438,8 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         nova_state = set(libvirt_driver.LibvirtDriver(old.virtapi).__dict__)
         for key in nova_state:
             setattr(fresh, key, old.__dict__[key])
-        self.computes[compute].manager.driver = fresh
+        manager = self.computes[compute].manager
+        manager.driver = manager.rt.driver = fresh
         self.bind_compute_to_host(compute)
 
     def test_restart_after_the_pre_check_still_undrains_later(self):

@@ -13,6 +13,7 @@
 """Swap volume of an attached cached volume leaves no stale core."""
 
 import fixtures
+from nova import exception
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client
 
@@ -94,7 +95,7 @@ class SwapVolumeTestCase(base.CachedVolumeTestBase):
         self.host.set_dirty(old_core.cache_id, old_core.core_id, 20)
 
         def block_copy_fails(*args, **kwargs):
-            raise RuntimeError('block job failed')
+            raise exception.VolumeRebaseFailed(reason='block job failed')
 
         self.useFixture(fixtures.MonkeyPatch(
             'nova.virt.libvirt.driver.LibvirtDriver._swap_volume',
