@@ -81,7 +81,8 @@ def _long_run() -> bool:
     return 'OS_BRICK_CAS_STATEFUL_EXAMPLES' in os.environ
 
 
-#: steps run over all examples (reported by the long run)
+#: steps run over all examples, checked by the invariants (reported by
+#: the long run)
 STEPS = [0]
 
 
@@ -133,7 +134,6 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
         def attempt(self, action, *args, crash_at: Optional[str] = None,
                     **kwargs) -> None:
             """Run a transition; refusals are fine, a crash restarts."""
-            STEPS[0] += 1
 
             def hook(step):
                 if step == crash_at:
@@ -272,7 +272,6 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                     lifecycle.Lifecycle(casadm.Casadm()).drain,
                     self.subject(second), self.view(),
                     lifecycle.deadline(10))))
-            STEPS[0] += 1
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -292,6 +291,7 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
         # -- invariants -------------------------------------------------------
         @stateful.invariant()
         def i1_drained_in_cinder_means_drained_here(self):
+            STEPS[0] += 1       # invariants run after every step
             for index, (_props, volume_id, epoch) in enumerate(
                     self.volumes):
                 owner = self.cinder.owner(volume_id)
@@ -394,7 +394,9 @@ class LifecycleStatefulTestCase(base.FunctionalTestCase):
     def test_random_interleavings_keep_cinder_no_stronger_than_host(self):
         machine = machine_for(self)
         machine.TestCase.settings = settings(
-            max_examples=_examples(6), stateful_step_count=20,
+            max_examples=_examples(6),
+            stateful_step_count=int(os.environ.get(
+                'OS_BRICK_CAS_STATEFUL_STEPS', 20)),
             derandomize=not _long_run(), deadline=None, database=None,
             # shrinking re-runs whole examples on a simulated host: minutes
             phases=[Phase.explicit, Phase.generate],
