@@ -95,7 +95,9 @@ class FakeCinder(object):
         params = params or {}
         if not self._expected(volume_id, params):
             context.status_code = 409
-            return '{"conflictingRequest": {"message": "marker changed"}}'
+            current = self.markers.get(volume_id)
+            return json.dumps({'conflict': {
+                'message': 'the fence marker changed', 'current': current}})
         context.status_code = 202
         if action == fence.SET_ACTION:
             marker = {'host': params['host'], 'epoch': params.get('epoch'),
