@@ -36,6 +36,7 @@ stateful-long`` (OS_BRICK_CAS_STATEFUL_EXAMPLES, a random seed) runs more.
 
 import itertools
 import os
+import sys
 import threading
 from typing import Optional
 
@@ -332,6 +333,9 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             finally:
                 for props, volume_id, _epoch in self.volumes:
                     test.cleanup_volume(props)
+            if _long_run():
+                print('stateful life-cycle run: %d steps so far' % STEPS[0],
+                      file=sys.stderr, flush=True)
 
         def settle(self):
             """I3 then I4.
