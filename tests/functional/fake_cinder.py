@@ -34,6 +34,15 @@ UNAVAILABLE = {'serviceUnavailable': {'message': 'Cinder is down',
                                       'code': 503}}
 
 
+def session(adapter: requests_mock.Adapter, endpoint: str = CINDER
+            ) -> ks_session.Session:
+    """A keystoneauth session whose Cinder (*endpoint*) is *adapter*."""
+    http = requests.Session()
+    http.mount('http://cinder.fake/', adapter)
+    return ks_session.Session(
+        session=http, auth=token_endpoint.Token(endpoint, 'admin'))
+
+
 class FakeCinder(object):
     """Volume show + fence actions; ``down`` = 503 for everything."""
 
@@ -113,10 +122,7 @@ class FakeCinder(object):
         return ''
 
     def session(self) -> ks_session.Session:
-        http = requests.Session()
-        http.mount('http://cinder.fake/', self.adapter)
-        return ks_session.Session(
-            session=http, auth=token_endpoint.Token(CINDER, 'admin'))
+        return session(self.adapter)
 
     def client(self) -> fence.FenceClient:
         from cinderclient import client as cinder_client
