@@ -146,8 +146,10 @@ class Deadline(object):
 
 
 def deadline(seconds: Optional[float] = None) -> Deadline:
+    """A Deadline of *seconds*; default: one volume's flush and calls."""
+    group = CONF[opts.GROUP]
     return Deadline(seconds if seconds is not None
-                    else CONF[opts.GROUP].flush_timeout)
+                    else group.flush_timeout + group.casadm_timeout)
 
 
 # -- Cinder's view -------------------------------------------------------

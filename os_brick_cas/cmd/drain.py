@@ -41,13 +41,14 @@ DIRTY_MODES = ('wb', 'wo')
 Target = tuple[casadm_mod.CacheInstance, casadm_mod.Core]
 
 DRAIN_TIMEOUT_HELP = (
-    'overall bound in seconds for the flushes of all volumes together '
-    '(default: [os_brick_cas] flush_timeout times the number of volumes); '
-    'each volume gets the time still left. So the command ends within '
-    'TIMEOUT seconds plus a few casadm calls per volume (each bounded by '
-    'casadm_timeout) and the wait for instance locks (lock_timeout). A '
-    'volume whose flush does not finish stays drained with its dirty data '
-    'in the cache and is reported as failed.')
+    'overall bound in seconds for all volumes together, lock waits and '
+    'flushes included (default: [os_brick_cas] flush_timeout times the '
+    'number of volumes, plus casadm_timeout per volume); each volume gets '
+    'the time still left, and one whose turn comes after it is not '
+    'attempted. So the command ends within TIMEOUT seconds plus the casadm '
+    'call running then (bounded by casadm_timeout). A volume whose flush '
+    'does not finish stays drained with its dirty data in the cache and is '
+    'reported as failed.')
 
 
 def _selection(parser: argparse.ArgumentParser, verb: str) -> None:
@@ -179,8 +180,9 @@ def run_drain(args: argparse.Namespace) -> int:
             return 0
     else:
         targets = [_find(caches, args.volume)]
-    bound: int = args.timeout or (CONF[opts.GROUP].flush_timeout *
-                                  len(targets))
+    group = CONF[opts.GROUP]
+    bound: int = args.timeout or ((group.flush_timeout +
+                                   group.casadm_timeout) * len(targets))
     # one bound for all volumes, lock waits included
     limit = lifecycle.Deadline(bound)
     machine = lifecycle.Lifecycle(casadm)
