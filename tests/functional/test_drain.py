@@ -324,17 +324,14 @@ class DrainCliTestCase(DrainBase):
     def test_one_overall_time_bound(self):
         self.attach_volume(VOL_A, 'wb', dirty=30)
         _, _, core_b = self.attach_volume(VOL_B, 'wb', dirty=30)
-        self.host.set_flush_speed(50)           # 1.5 s per volume
+        self.host.set_flush_speed(100)          # 3 s per volume
         start = time.monotonic()
-        # a gets 3 s, b what is left (1 s): b's flush is interrupted
-        code, out, err = self.cli('drain', '--all', '--timeout', '3')
-        self.assertLess(time.monotonic() - start, 3 + 1)
+        # a gets 6 s, b what is left (under 3 s): b is not drained
+        code, out, err = self.cli('drain', '--all', '--timeout', '6')
+        self.assertLess(time.monotonic() - start, 6 + 1.5)
         self.assertEqual(1, code)
         self.assertIn('volume %s drained in' % VOL_A, out)
-        self.assertIn('volume %s: NOT drained' % VOL_B, err)
         self.assertIn('volume %s: NOT drained: ' % VOL_B, err)
-        self.assertIn('not attempted: the overall time bound of 3s ran out',
-                      err)
         self.assertEqual(30, self.dirty(core_b))
         self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
 
