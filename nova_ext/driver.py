@@ -20,7 +20,8 @@ os_brick_cas_libvirt.py`` importing this class, so nova.conf says::
     compute_driver = os_brick_cas_libvirt.CachedRBDLibvirtDriver
 
 Overridden: ``_get_volume_driver`` (connect, disconnect, get_config and
-extend all go through it), the live-migration checks and rollback (drain
+extend all go through it), ``init_host`` (resolve life-cycle transitions
+a stopped nova-compute left), the live-migration checks and rollback (drain
 write-back volumes before, undrain after a failure), ``swap_volume``
 (drain the old volume), ``quiesce``/``unquiesce`` (drain write-back
 volumes for the snapshot of a volume-backed server) and
@@ -40,11 +41,13 @@ from nova.virt.libvirt import driver as libvirt_driver
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
+from oslo_utils import excutils
 
 from nova_ext import opts
 from nova_ext import volume as cached_volume
 from os_brick_cas import cache as cas_cache
 from os_brick_cas import exception as cas_exception
+from os_brick_cas import lifecycle as cas_lifecycle
 from os_brick_cas import modes as cas_modes
 from os_brick_cas import volume as cas_volume
 
@@ -55,6 +58,7 @@ TRAIT_PREFIX = 'CUSTOM_OPENCAS_'
 #: nova methods overridden here, with the parameters this code relies on
 OVERRIDDEN = {
     '_get_volume_driver': ['self', 'connection_info'],
+    'init_host': ['self', 'host'],
     'check_can_live_migrate_source': ['self', 'context', 'instance',
                                       'dest_check_data',
                                       'block_device_info'],
@@ -124,12 +128,34 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         check_nova_compatibility()
         super().__init__(virtapi, read_only)
         self._cached_rbd_driver = None
-        #: volume id -> (instance uuid, connection_info) drained here for
-        #: a live migration that has not ended yet
-        self._migration_drains: dict[str, tuple[str, dict]] = {}
-        #: instance uuid -> volume ids that were drained (by an operator)
-        #: before nova drained them; they stay drained afterwards
-        self._drained_before: dict[str, set[str]] = {}
+
+    def init_host(self, host):
+        """nova's start-up, then resolve what a stopped process left.
+
+        A drain or undrain interrupted by a crash goes back to caching by
+        the safe order (:func:`os_brick_cas.lifecycle.Lifecycle.resolve`)
+        before any volume is served; drains nova still holds for an
+        operation (a live migration whose pre-check drained) stay in the
+        journal until the periodic release finds the operation ended.
+        """
+        super().init_host(host)
+        if not CONF[opts.GROUP].enabled:
+            return
+        volume_driver = self._cached_rbd_volume_driver()
+        try:
+            unresolved = cas_lifecycle.Lifecycle(
+                volume_driver.connector.volume_cache.casadm).resolve_all(
+                    volume_driver.cinder_view(),
+                    cas_lifecycle.deadline(
+                        CONF[opts.GROUP].live_migration_drain_timeout))
+        except cas_exception.CasError as exc:
+            unresolved = {'(all)': str(exc)}
+        for volume_id, why in unresolved.items():
+            LOG.error('Volume %(vol)s: an interrupted drain or undrain is '
+                      'not resolved yet (%(why)s); it stays drained (safe) '
+                      'and is retried at its next attach or "os-brick-cas '
+                      'undrain --volume %(vol)s"', {'vol': volume_id,
+                                                    'why': why})
 
     def _cached_rbd_volume_driver(self):
         if self._cached_rbd_driver is None:
@@ -187,26 +213,25 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                     'server (the detach flushes the cache), or upgrade '
                     'Open CAS.' % (volume.volume_id, volume.mode.value,
                                    blocker)))
-        timeout = CONF[opts.GROUP].live_migration_drain_timeout
-        self._note_drained_before(instance, volumes)
+        # one bound for every volume of the server, lock waits included
+        limit = cas_lifecycle.deadline(
+            CONF[opts.GROUP].live_migration_drain_timeout)
         drained = []
         for volume, info in volumes:
             try:
                 LOG.info('Draining volume %s before its live migration',
                          volume.volume_id, instance=instance)
-                volume_driver.drain(info, timeout=timeout)
                 drained.append(info)
-                if volume.volume_id not in self._drained_before.get(
-                        instance.uuid, set()):
-                    self._migration_drains[volume.volume_id] = (
-                        instance.uuid, info)
+                volume_driver.drain(info, limit=limit,
+                                    holder=cas_lifecycle.LIVE_MIGRATION,
+                                    instance_uuid=instance.uuid)
             except Exception as exc:
                 LOG.error('Draining volume %(vol)s failed (%(err)s): the '
                           'live migration is refused before it starts',
                           {'vol': volume.volume_id, 'err': exc},
                           instance=instance)
-                self._undrain_all(self._drained_by_nova(
-                    instance, drained + [info]), instance, retake=False)
+                self._undrain_all(drained, instance, retake=False,
+                                  holder=cas_lifecycle.LIVE_MIGRATION)
                 raise exception.MigrationPreCheckError(reason=(
                     'volume %s (Open CAS mode %s) could not be drained '
                     'before the live migration: %s. Nothing was lost: its '
@@ -216,35 +241,15 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                         volume.volume_id, volume.mode.value, exc,
                         volume.volume_id)))
 
-    def _note_drained_before(self, instance, volumes) -> None:
-        """Remember which volumes were drained before nova drains them.
-
-        A volume nova itself drained for a pre-check of this migration (the
-        conductor retries the check with another destination) is not one.
-        """
-        if not volumes:
-            return
+    def _undrain_all(self, infos: list[dict], instance, retake: bool,
+                     holder: str) -> None:
+        """Undrain what nova drained for *holder*; operators' drains stay."""
         volume_driver = self._cached_rbd_volume_driver()
-        self._drained_before[instance.uuid] = {
-            volume.volume_id for volume, info in volumes
-            if volume.volume_id not in self._migration_drains and
-            volume_driver.is_drained(info)}
-
-    def _drained_by_nova(self, instance, infos: list[dict]) -> list[dict]:
-        """*infos* without the volumes an operator had drained before."""
-        if not infos:
-            return []
-        kept = self._drained_before.pop(instance.uuid, set())
-        return [info for info in infos
-                if info['data'].get('volume_id') not in kept]
-
-    def _undrain_all(self, infos: list[dict], instance,
-                     retake: bool) -> None:
-        volume_driver = self._cached_rbd_volume_driver()
+        limit = cas_lifecycle.deadline()
         for info in infos:
-            self._migration_drains.pop(info['data'].get('volume_id'), None)
             try:
-                volume_driver.undrain(info, retake=retake)
+                volume_driver.undrain(info, retake=retake, holder=holder,
+                                      limit=limit)
             except Exception:
                 LOG.exception('Volume %s stays drained (its writes go '
                               'straight to Ceph); undrain it with '
@@ -252,6 +257,12 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                               info['data'].get('volume_id'),
                               info['data'].get('volume_id'),
                               instance=instance)
+
+    @staticmethod
+    def _held_by_nova(info: dict, holder: str) -> bool:
+        volume = cas_volume.from_connection_properties(info['data'])
+        record = cas_lifecycle.read_record(volume.spec)
+        return bool(record and record.get('holder') == holder)
 
     def rollback_live_migration_at_source(self, context, instance,
                                           migrate_data):
@@ -279,9 +290,11 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                                                            instance)
         infos = [info for _volume, info in
                  self._dirty_capable_cached(block_device_info)]
-        ours = self._drained_by_nova(instance, infos)
+        ours = [info for info in infos if self._held_by_nova(
+            info, cas_lifecycle.LIVE_MIGRATION)]
         for info in infos:
-            if info not in ours:
+            if info not in ours and self._cached_rbd_volume_driver(
+                    ).is_drained(info):
                 # drained ahead by an operator: stays drained, but the
                 # marker names this host again
                 try:
@@ -292,7 +305,8 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                                   '"os-brick-cas undrain" sets it',
                                   info['data'].get('volume_id'),
                                   instance=instance)
-        self._undrain_all(ours, instance, retake=True)
+        self._undrain_all(ours, instance, retake=True,
+                          holder=cas_lifecycle.LIVE_MIGRATION)
 
     def _guest_runs_here(self, instance) -> bool:
         """Whether libvirt runs the guest on this host (not paused)."""
@@ -304,35 +318,51 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             return False
 
     def _release_stranded_drains(self) -> None:
-        """Undrain volumes whose live migration ended without a rollback.
+        """Undrain volumes whose nova operation ended without undraining.
 
         Nova calls no source hook when the destination's pre-migration
-        step fails, nor when the conductor gives up after the pre-check;
-        the guest then stays here with drained volumes (safe, only
-        slower). Run periodically: a server that is back on this host with
-        no task in progress gets write-back again. Volumes drained by an
-        operator (``os-brick-cas drain``) are not touched.
+        step fails, nor when the conductor gives up after the pre-check,
+        and nova-compute may have restarted since; a swap or snapshot can
+        abort after its drain too. The guest then stays here with drained
+        volumes (safe, only slower). The drains nova holds are in the
+        host's life-cycle journal (not in memory); run periodically: a
+        server that is back on this host with no task in progress gets
+        write-back again. Operators' drains are not touched.
         """
         context = nova_context.get_admin_context()
-        for volume_id, (instance_uuid, info) in list(
-                self._migration_drains.items()):
+        volume_driver = self._cached_rbd_volume_driver()
+        machine = cas_lifecycle.Lifecycle(
+            volume_driver.connector.volume_cache.casadm)
+        for record in machine.held():
+            spec = record['spec']
             try:
-                instance = objects.Instance.get_by_uuid(context,
-                                                        instance_uuid)
-            except exception.InstanceNotFound:
-                self._migration_drains.pop(volume_id, None)
+                instance = objects.Instance.get_by_uuid(
+                    context, record.get('instance'))
+            except (exception.InstanceNotFound, TypeError, ValueError):
+                instance = None
+            if instance is None or instance.host != CONF.host:
+                # gone, or moved: its core here goes with its detach
+                LOG.info('Volume %s: the server nova drained it for is not '
+                         'on this host; its drain stays until the detach',
+                         record.get('volume_id'))
                 continue
-            if instance.host != CONF.host:
-                # it moved: its source-side core goes with the migration
-                self._migration_drains.pop(volume_id, None)
-            elif (instance.task_state is None and
-                  self._guest_runs_here(instance)):
-                LOG.info('The live migration of this server ended without '
-                         'a rollback; volume %s caches writes again',
-                         volume_id, instance=instance)
-                # no migration in progress and the guest runs here: no
-                # other host ran it, whatever the marker names now
-                self._undrain_all([info], instance, retake=True)
+            if (instance.task_state is None and
+                    self._guest_runs_here(instance)):
+                LOG.info('The %s of this server ended without undraining; '
+                         'volume %s caches writes again', record['holder'],
+                         record.get('volume_id'), instance=instance)
+                subject = cas_lifecycle.Volume(spec, record.get('volume_id'))
+                try:
+                    # no operation in progress and the guest runs here: no
+                    # other host ran it, whatever the marker names now
+                    machine.undrain(
+                        subject, volume_driver.cinder_view(),
+                        cas_lifecycle.deadline(),
+                        retake=(record['holder'] ==
+                                cas_lifecycle.LIVE_MIGRATION),
+                        holder=record['holder'])
+                except cas_exception.CasError as exc:
+                    LOG.error('%s', exc, instance=instance)
 
     @staticmethod
     def _source_block_device_info(context, instance) -> dict:
@@ -358,7 +388,6 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         """
         volumes = self._snapshot_volumes(context, instance)
         self._refuse_undrainable(instance, volumes)
-        self._note_drained_before(instance, volumes)
         super().quiesce(context, instance, image_meta)
         self._drain_for_snapshot(context, instance, image_meta, volumes)
 
@@ -374,22 +403,25 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                             volumes) -> None:
         """Drain *volumes* of the frozen guest, or thaw it and raise."""
         drained: list[dict] = []
+        # one bound for all volumes of the server, lock waits included
+        limit = cas_lifecycle.deadline(
+            CONF[opts.GROUP].snapshot_drain_timeout)
         for volume, info in volumes:
             LOG.info('Draining volume %s for the snapshot of its server',
                      volume.volume_id, instance=instance)
             drained.append(info)        # a half-done drain is undone too
             try:
                 self._cached_rbd_volume_driver().drain(
-                    info, timeout=CONF[opts.GROUP].snapshot_drain_timeout)
+                    info, limit=limit, holder=cas_lifecycle.SNAPSHOT,
+                    instance_uuid=instance.uuid)
             except Exception as exc:
                 LOG.error('Draining volume %(vol)s for a snapshot failed '
                           '(%(err)s): the guest is thawed, the snapshot '
                           'fails', {'vol': volume.volume_id, 'err': exc},
                           instance=instance)
                 try:
-                    self._thaw_then_undrain(
-                        context, instance, image_meta,
-                        self._drained_by_nova(instance, drained))
+                    self._thaw_then_undrain(context, instance, image_meta,
+                                            drained)
                 except Exception:
                     # nova unquiesces again after SnapshotDrainFailed
                     LOG.exception('Thawing the guest failed',
@@ -426,8 +458,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         """
         infos = [info for _volume, info in
                  self._snapshot_volumes(context, instance)]
-        self._thaw_then_undrain(context, instance, image_meta,
-                                self._drained_by_nova(instance, infos))
+        self._thaw_then_undrain(context, instance, image_meta, infos)
 
     def _thaw_then_undrain(self, context, instance, image_meta,
                            infos: list[dict]) -> None:
@@ -441,7 +472,8 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             super().unquiesce(context, instance, image_meta)
         finally:
             # the marker names this host: never take another host's
-            self._undrain_all(infos, instance, retake=False)
+            self._undrain_all(infos, instance, retake=False,
+                              holder=cas_lifecycle.SNAPSHOT)
 
     def swap_volume(self, context, old_connection_info, new_connection_info,
                     instance, mountpoint, resize_to):
@@ -462,17 +494,25 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                 context, old_connection_info, new_connection_info, instance,
                 mountpoint, resize_to)
         volume_driver = self._cached_rbd_volume_driver()
-        if old.mode.holds_dirty_data and volume_driver.cached_path(
-                old_connection_info):
-            # drained: no write during the block copy can get dirty, so
-            # the detach after the pivot has nothing left to flush
-            LOG.info('Draining volume %s before swapping it out',
-                     old.volume_id, instance=instance)
-            volume_driver.flush(old_connection_info, drain=True)
-        with volume_driver.keeping_data_on_failed_detach(old.volume_id):
-            return super().swap_volume(
-                context, old_connection_info, new_connection_info, instance,
-                mountpoint, resize_to)
+        try:
+            if old.mode.holds_dirty_data and volume_driver.cached_path(
+                    old_connection_info):
+                # drained: no write during the block copy can get dirty,
+                # so the detach after the pivot has nothing left to flush
+                LOG.info('Draining volume %s before swapping it out',
+                         old.volume_id, instance=instance)
+                volume_driver.drain(old_connection_info,
+                                    holder=cas_lifecycle.SWAP,
+                                    instance_uuid=instance.uuid)
+            with volume_driver.keeping_data_on_failed_detach(old.volume_id):
+                return super().swap_volume(
+                    context, old_connection_info, new_connection_info,
+                    instance, mountpoint, resize_to)
+        except Exception:
+            with excutils.save_and_reraise_exception():
+                # aborted: the guest stays on the old volume
+                self._undrain_all([old_connection_info], instance,
+                                  retake=False, holder=cas_lifecycle.SWAP)
 
     def check_can_live_migrate_destination(self, context, instance,
                                            src_compute_info, dst_compute_info,
@@ -553,8 +593,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         super().update_provider_tree(provider_tree, nodename, allocations)
         if not CONF[opts.GROUP].enabled:
             return
-        if self._migration_drains:
-            self._release_stranded_drains()
+        self._release_stranded_drains()
         offered = set(self._usable_cache_traits())
         stale = {trait for trait in provider_tree.data(nodename).traits
                  if trait.startswith(TRAIT_PREFIX)} - offered

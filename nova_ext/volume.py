@@ -35,6 +35,7 @@ from nova_ext import opts
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import exception as cas_exception
 from os_brick_cas import fence as cas_fence
+from os_brick_cas import lifecycle as cas_lifecycle
 from os_brick_cas import volume as cas_volume
 
 LOG = logging.getLogger(__name__)
@@ -61,10 +62,11 @@ class VolumeFenced(nova_exception.Invalid):
                "'os-brick-cas fence-clear %(volume)s --host-lost'.")
 
 
-def _clear_fence(volume: cas_volume.RBDVolume, when: str) -> None:
+def _clear_fence(volume: cas_volume.RBDVolume, when: str,
+                 expect=cas_fence.UNSET) -> None:
     """Clear *volume*'s fence marker; log what to do if that fails."""
     try:
-        fence.client().clear(volume.volume_id)
+        fence.client().clear(volume.volume_id, expect=expect)
     except Exception:
         LOG.exception('Could not clear the fence marker of volume %s %s; '
                       'clear it with "os-brick-cas fence-clear %s" before '
@@ -155,18 +157,19 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
                      '(attachment %(epoch)s); this host takes its fence '
                      'marker over', {'vol': volume.label, 'host': owner.host,
                                      'epoch': owner.epoch})
-            client.set(volume.volume_id, CONF.host, epoch)
+            client.set(volume.volume_id, CONF.host, epoch, expect=owner)
             if epoch:
                 data['cas_owner_epoch'] = epoch
             return FENCE_TAKEN, owner
         if owner is not None:
             return FENCE_HELD, owner
-        client.set(volume.volume_id, CONF.host, epoch)
+        client.set(volume.volume_id, CONF.host, epoch, expect=None)
         return FENCE_SET, owner
 
     def connect_volume(self, connection_info, instance):
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
+        self._resolve_unfinished(volume)
         epoch = self._attachment_id(connection_info)
         fence_state, owner = self._fence_check_and_set(volume, data, epoch)
         try:
@@ -188,11 +191,25 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
                 self._undo_fence(volume, fence_state, owner)
         if fence_state == FENCE_HELD and epoch and owner.epoch != epoch:
             # this attachment now owns the data the earlier one cached
-            fence.client().set(volume.volume_id, CONF.host, epoch)
+            fence.client().set(volume.volume_id, CONF.host, epoch,
+                               expect=owner)
         data['device_path'] = device_info['path']
         LOG.info('Volume %(vol)s attached through Open CAS as %(path)s',
                  {'vol': volume.label, 'path': device_info['path']},
                  instance=instance)
+
+    def _resolve_unfinished(self, volume: cas_volume.RBDVolume) -> None:
+        """Finish a drain or undrain a stopped process left, first."""
+        record = cas_lifecycle.read_record(volume.spec)
+        if not record or record.get('state') not in (
+                cas_lifecycle.DRAINING, cas_lifecycle.UNDRAINING):
+            return
+        why = cas_lifecycle.Lifecycle(
+            self.connector.volume_cache.casadm).resolve(
+                volume.spec, self.cinder_view(), cas_lifecycle.deadline())
+        if why:
+            raise cas_exception.TransitionRefused(
+                action='attach', volume=volume.label, reason=why)
 
     @staticmethod
     def _undo_fence(volume: cas_volume.RBDVolume, fence_state: str,
@@ -226,31 +243,46 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             data['cas_owner_epoch'] = owner_epoch
         return owner
 
-    def flush(self, connection_info, drain: bool = False) -> bool:
-        """Flush (or drain) an attached cached volume (bounded)."""
+    def flush(self, connection_info) -> bool:
+        """Flush an attached cached volume in place (bounded)."""
         data = connection_info['data']
         self._set_owner(data, cas_volume.from_connection_properties(data))
-        return self.connector.flush_volume(data, drain=drain)
+        return self.connector.flush_volume(data)
 
-    def drain(self, connection_info, timeout: int | None = None) -> bool:
-        """Drain an attached volume and tell Cinder (bounded).
+    @staticmethod
+    def cinder_view() -> cas_lifecycle.Cinder:
+        """The fence marker as this nova-compute reaches it."""
+        if not CONF[opts.GROUP].use_fence_marker:
+            return cas_lifecycle.Cinder(CONF.host, in_use=False)
+        return cas_lifecycle.Cinder(CONF.host, fence.client())
+
+    @staticmethod
+    def _subject(connection_info) -> cas_lifecycle.Volume:
+        volume = cas_volume.from_connection_properties(
+            connection_info['data'])
+        return cas_lifecycle.Volume(volume.spec, volume.volume_id)
+
+    def drain(self, connection_info,
+              limit: cas_lifecycle.Deadline | None = None,
+              holder: str = cas_lifecycle.OPERATOR,
+              instance_uuid: str | None = None) -> bool:
+        """Drain an attached volume, then tell Cinder (see lifecycle).
 
         Afterwards Ceph has every write the guest got acknowledged, no
         write can get dirty, and the fence marker says so: another host
         may attach the volume (a live migration's destination) and Cinder
-        allows snapshots of it. Returns False if it has no core here.
+        allows snapshots of it. *holder* names the nova operation the
+        drain is kept for, recorded on the host until it ends. Returns
+        False if the volume has no active core here.
         """
-        data = connection_info['data']
-        volume = cas_volume.from_connection_properties(data)
-        owner = self._set_owner(data, volume)
-        if not self.connector.flush_volume(data, drain=True,
-                                           timeout=timeout):
+        subject = self._subject(connection_info)
+        machine = cas_lifecycle.Lifecycle(self.connector.volume_cache.casadm)
+        if cas_lifecycle.state(machine.casadm, subject.spec) in (
+                cas_lifecycle.ABSENT, cas_lifecycle.INACTIVE):
             return False
-        epoch = ((owner.epoch if owner else None) or
-                 self._attachment_id(connection_info))
-        if cas_fence.may_record_drain(owner, CONF.host, epoch):
-            fence.client().set(volume.volume_id, CONF.host, epoch,
-                               drained=True)
+        machine.drain(subject, self.cinder_view(),
+                      limit or cas_lifecycle.deadline(), holder=holder,
+                      instance=instance_uuid)
         return True
 
     def is_drained(self, connection_info) -> bool:
@@ -270,40 +302,49 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         """Name this host (still drained) in the marker again.
 
         For a volume that stays drained here after a failed live
-        migration whose destination had taken the marker over.
+        migration whose destination had taken the marker over. Only
+        after a fresh listing shows it drained (the stronger view).
         """
-        if CONF[opts.GROUP].use_fence_marker:
-            volume = cas_volume.from_connection_properties(
-                connection_info['data'])
-            fence.client().take(volume.volume_id, CONF.host,
-                                self._cached_epoch(connection_info),
-                                retake=True, drained=True)
+        if not CONF[opts.GROUP].use_fence_marker:
+            return
+        subject = self._subject(connection_info)
+        reason = cas_lifecycle.not_drained_reason(
+            self.connector.volume_cache.casadm, subject.spec)
+        if reason:
+            LOG.error('Volume %s is not drained here (%s): the fence '
+                      'marker is not taken back as drained',
+                      subject.label, reason)
+            return
+        client = fence.client()
+        owner = client.owner(subject.volume_id)
+        client.set(subject.volume_id, CONF.host,
+                   self._cached_epoch(connection_info), drained=True,
+                   expect=owner)
 
-    def undrain(self, connection_info, retake: bool = False) -> bool:
+    def undrain(self, connection_info, retake: bool = False,
+                holder: str | None = None,
+                limit: cas_lifecycle.Deadline | None = None) -> bool:
         """Own the volume's data again, then let its core cache writes.
 
         For a guest that stays on this host (a failed or aborted live
         migration, an unquiesced snapshot): the fence marker is set to
         this host and the attachment of its core *before* the core may
-        get dirty. A marker naming another host is taken back only with
-        *retake* - the caller knows that host never ran the guest (a
-        live migration that failed before its switchover); otherwise the
-        volume stays drained (safe, only slower) and False is returned.
+        get dirty (compare-and-swap). A marker naming another host is
+        taken back only with *retake* - the caller knows that host never
+        ran the guest (a live migration that failed before its
+        switchover). With *holder*, only a drain nova holds for that
+        operation is undone. Returns False if the volume stays drained
+        or was not drained; errors are logged with what to do.
         """
-        data = connection_info['data']
-        volume = cas_volume.from_connection_properties(data)
-        if CONF[opts.GROUP].use_fence_marker:
-            other = fence.client().take(volume.volume_id, CONF.host,
-                                        self._cached_epoch(connection_info),
-                                        retake=retake)
-            if other is not None:
-                LOG.error('Volume %(vol)s stays drained on this host: its '
-                          'fence marker names host %(host)s, which may '
-                          'cache its writes now.',
-                          {'vol': volume.label, 'host': other.host})
-                return False
-        self.connector.undrain_volume(data)
-        return True
+        subject = self._subject(connection_info)
+        machine = cas_lifecycle.Lifecycle(self.connector.volume_cache.casadm)
+        try:
+            return machine.undrain(subject, self.cinder_view(),
+                                   limit or cas_lifecycle.deadline(),
+                                   retake=retake, holder=holder)
+        except cas_exception.TransitionRefused as exc:
+            LOG.error('%s', exc)
+            return False
 
     @contextlib.contextmanager
     def keeping_data_on_failed_detach(self, volume_id: str):
@@ -353,7 +394,8 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
                         {'vol': volume.label, 'err': exc}, instance=instance)
             return
         if owner is not None and owner.host == CONF.host:
-            _clear_fence(volume, 'after it was flushed and detached')
+            _clear_fence(volume, 'after it was flushed and detached',
+                         expect=owner)
 
     def extend_volume(self, connection_info, instance, requested_size):
         return self.connector.extend_volume(connection_info['data'])

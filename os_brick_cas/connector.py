@@ -42,6 +42,7 @@ from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import identity
+from os_brick_cas import lifecycle
 from os_brick_cas import locks
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
@@ -348,6 +349,8 @@ class CachedRBDConnector(rbd.RBDConnector):
         unmapped = self._unmap(volume, props, device)
         for link in sorted(links):
             devlinks.remove_link(link, device)
+        # no core, no drain: a life-cycle record of it has nothing to hold
+        lifecycle.remove_record(volume.spec)
         if not (removed or unmapped):
             LOG.info('Volume %s was already detached from this host.',
                      volume.label)
@@ -467,16 +470,14 @@ class CachedRBDConnector(rbd.RBDConnector):
         return drain_mod.DrainManager(self.volume_cache.casadm)
 
     def flush_volume(self, connection_properties: dict[str, Any],
-                     drain: bool = False,
                      timeout: Optional[int] = None) -> bool:
         """Flush a cached volume's dirty data now, keeping it attached.
 
-        With *drain*, the core is first pinned to a no-allocation IO class
-        so no new dirty data can appear (see :mod:`os_brick_cas.drain`);
-        its class goes when the core is removed. Bounded by
-        *timeout* (default ``flush_timeout``); raises FlushFailed/
-        FlushTimedOut with the data still in the cache. Returns False when
-        the volume has no active core here (nothing to flush).
+        Bounded by *timeout* (default ``flush_timeout``); raises
+        FlushFailed/FlushTimedOut with the data still in the cache.
+        Returns False when the volume has no active core here (nothing to
+        flush). Drain and undrain are life-cycle transitions
+        (:mod:`os_brick_cas.lifecycle`).
         """
         volume = volume_mod.from_connection_properties(connection_properties)
         timeout = timeout or self.volume_cache.conf[opts.GROUP].flush_timeout
@@ -487,31 +488,10 @@ class CachedRBDConnector(rbd.RBDConnector):
             self._refuse_unless_owner(volume, core)
             identity.verify_link(core.device, 'flush volume %s'
                                  % volume.label, volume.spec)
-            if drain:
-                self._drains().drain(cache, core, timeout)
-            else:
-                with locks.cache_lock(core.cache_id), events.timed('flush'):
-                    self.volume_cache.casadm.flush(core.cache_id,
-                                                   core.core_id, timeout)
-        LOG.info('%s volume %s in place', 'Drained' if drain else 'Flushed',
-                 volume.label)
-        return True
-
-    def undrain_volume(self, connection_properties: dict[str, Any]) -> bool:
-        """Let a drained volume cache its writes again (idempotent).
-
-        The caller records the owner first (the fence marker), because
-        from here on the core can get dirty. Returns False when the volume
-        has no active core here.
-        """
-        volume = volume_mod.from_connection_properties(connection_properties)
-        with locks.volume_lock(volume.spec):
-            cache, core = self._located(volume)
-            if cache is None or core is None or not core.active:
-                return False
-            self._drains().undrain(cache, core, core.core_id)
-        LOG.info('Undrained volume %s: its writes are cached again',
-                 volume.label)
+            with locks.cache_lock(core.cache_id), events.timed('flush'):
+                self.volume_cache.casadm.flush(core.cache_id,
+                                               core.core_id, timeout)
+        LOG.info('Flushed volume %s in place', volume.label)
         return True
 
     def drain_blocker(self, connection_properties: dict[str, Any]

@@ -19,14 +19,17 @@ than what Ceph has. They may go only if this host's ownership record names
 an attachment on Cinder's lost list, and the operator confirms.
 """
 
+import os
 from typing import Iterable, TextIO
 
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import lifecycle
 from os_brick_cas import locks
 from os_brick_cas import ownership
 from os_brick_cas.privileged import devices as priv_devices
+from os_brick_cas import rbd_names
 from os_brick_cas import report
 
 LOG = logging.getLogger(__name__)
@@ -36,9 +39,24 @@ def discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
             out: TextIO, casadm: casadm_mod.Casadm) -> int:
     """Drop *volume_id*'s core here if its attachment was declared lost.
 
-    Returns the exit code: 0 dropped (or nothing cached), 1 refused or
-    not confirmed.
+    Under the volume's life-cycle lock (no attach, drain or recover
+    meanwhile). Returns the exit code: 0 dropped (or nothing cached), 1
+    refused or not confirmed.
     """
+    core = report.find_volume_core(report.host_report(casadm), volume_id)
+    spec = (rbd_names.parse_link_name(os.path.basename(core.core_device))
+            if core is not None else None)
+    if spec is None:
+        return _discard(volume_id, lost_epochs, confirmed, out, casadm)
+    with locks.volume_lock(spec):
+        code = _discard(volume_id, lost_epochs, confirmed, out, casadm)
+        if code == 0:
+            lifecycle.remove_record(spec)
+        return code
+
+
+def _discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
+             out: TextIO, casadm: casadm_mod.Casadm) -> int:
     lost = set(lost_epochs)
     core = report.find_volume_core(report.host_report(casadm), volume_id)
     if core is None:

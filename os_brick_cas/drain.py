@@ -160,7 +160,7 @@ def unsupported_reason(casadm: casadm_mod.Casadm,
     return budget_reason(cache, table)
 
 
-def table_lock(cache_id: int):
+def table_lock(cache_id: int, timeout: Optional[float] = None):
     """Serialise read-modify-write of one instance's IO-class table.
 
     Held only around ``-C -L`` + ``-C -C``, never across a flush, so an
@@ -169,7 +169,8 @@ def table_lock(cache_id: int):
     lock (if any) first, then this one.
     """
     return locks._lock('ioclass-%d' % cache_id,
-                       'the IO-class table of cache instance %d' % cache_id)
+                       'the IO-class table of cache instance %d' % cache_id,
+                       timeout)
 
 
 class DrainManager(object):
@@ -190,8 +191,12 @@ class DrainManager(object):
 
     def _apply_locked(self, cache: casadm_mod.CacheInstance, core_id: int,
                       drained: bool) -> bool:
+        # the cores and the table as they are now, under the lock: a
+        # listing taken before waiting for it would drop the class of a
+        # drain that finished meanwhile, or keep a removed core's
         current = self.casadm.list_io_classes(cache.cache_id)
-        existing = {core.core_id for core in cache.cores}
+        existing = {core.core_id for core in self._fresh(cache.cache_id)
+                    .cores}
         wanted = drained_cores(current) & existing
         if drained:
             wanted.add(core_id)
@@ -225,6 +230,44 @@ class DrainManager(object):
                          'writes now go straight to Ceph',
                          {'core': core.core_id, 'cache': cache.cache_id})
             self.casadm.flush(cache.cache_id, core.core_id, timeout)
+
+    def _fresh(self, cache_id: int) -> casadm_mod.CacheInstance:
+        """Instance *cache_id* as casadm lists it now."""
+        for cache in self.casadm.list_caches():
+            if cache.cache_id == cache_id:
+                return cache
+        raise exception.CacheNotFound(cache_id=cache_id)
+
+    def drain_fresh(self, cache_id: int, core_id: int, limit) -> None:
+        """Pin and flush core *core_id*, within *limit* (a Deadline).
+
+        Everything is read after taking the instance lock, and the lock
+        wait counts against *limit*.
+        """
+        reason = release_reason(self.casadm)
+        if reason:
+            raise exception.DrainUnsupported(reason=reason)
+        limit.whole_seconds('the drain')
+        with locks.cache_lock(cache_id, limit.left()), events.timed('drain'):
+            cache = self._fresh(cache_id)
+            reason = state_reason(cache)
+            if reason:
+                raise exception.DrainUnsupported(reason=reason)
+            with table_lock(cache_id, limit.left()):
+                changed = self._apply_locked(cache, core_id, True)
+            if changed:
+                LOG.info('Core %(core)s of instance %(cache)s drained: its '
+                         'writes now go straight to Ceph',
+                         {'core': core_id, 'cache': cache_id})
+            self.casadm.flush(cache_id, core_id,
+                              limit.whole_seconds('the flush'))
+
+    def undrain_fresh(self, cache_id: int, core_id: int, limit) -> None:
+        """Drop core *core_id*'s drain class (table lock only)."""
+        with table_lock(cache_id, limit.left()):
+            if self._apply_locked(self._fresh(cache_id), core_id, False):
+                LOG.info('Core %(core)s of instance %(cache)s undrained',
+                         {'core': core_id, 'cache': cache_id})
 
     def undrain(self, cache: casadm_mod.CacheInstance,
                 core: Optional[casadm_mod.Core], core_id: int) -> None:

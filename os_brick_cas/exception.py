@@ -291,3 +291,9 @@ class FenceConflict(CasError):
     def __init__(self, message=None, current=None, **kwargs):
         self.current = current
         super().__init__(message, **kwargs)
+
+
+class TransitionRefused(CasError):
+    """A life-cycle transition that would break the host/Cinder rule."""
+
+    message = ("%(action)s of volume %(volume)s refused: %(reason)s")

@@ -14,11 +14,19 @@
 
 There is deliberately no global lock: attaches to different instances, and
 the parts of attaches that do not change an instance, run in parallel.
-Waiting for a lock is bounded by ``[os_brick_cas] lock_timeout``.
+Waiting for a lock is bounded by ``[os_brick_cas] lock_timeout``, or by
+less when the caller passes what is left of its own time bound.
+
+nova-compute (user nova) and the os-brick-cas CLI (root, or an operator in
+group nova) take the same lock files, so a lock file is created
+group-writable (0660): make ``lock_path`` a directory of group nova with
+the setgid bit (``install -d -g nova -m 2770``), and its files inherit
+that group.
 """
 
 import contextlib
-from typing import Iterator
+import os
+from typing import Iterator, Optional
 
 from oslo_concurrency import lockutils
 from oslo_config import cfg
@@ -34,12 +42,40 @@ LOG = logging.getLogger(__name__)
 _PREFIX = 'os-brick-cas-'
 #: seconds between two attempts to take a busy lock
 _POLL_SECONDS = 0.2
+#: lock files are shared by nova-compute and the CLI (see above)
+FILE_MODE = 0o660
+
+
+def _shared_file(name: str) -> None:
+    """Create lock file *name* group-writable before lockutils opens it."""
+    lock_path = CONF[opts.GROUP].lock_path
+    if not lock_path:
+        return
+    path = os.path.join(lock_path, _PREFIX + name)
+    try:
+        os.makedirs(lock_path, exist_ok=True)
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, FILE_MODE)
+    except OSError as exc:
+        LOG.debug('Could not prepare lock file %s: %s', path, exc)
+        return
+    try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
-def _lock(name: str, what: str) -> Iterator[None]:
-    """Hold lock *name*; raise LockTimedOut after lock_timeout seconds."""
-    timeout = CONF[opts.GROUP].lock_timeout
+def _lock(name: str, what: str,
+          timeout: Optional[float] = None) -> Iterator[None]:
+    """Hold lock *name*; raise LockTimedOut after lock_timeout seconds.
+
+    *timeout*: the caller's own time left, when shorter.
+    """
+    configured = CONF[opts.GROUP].lock_timeout
+    timeout = configured if timeout is None else max(
+        0.0, min(configured, timeout))
+    _shared_file(name)
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(
             lockutils.AcquireLockFailedException),
@@ -65,14 +101,24 @@ def _lock(name: str, what: str) -> Iterator[None]:
         held.__exit__(None, None, None)
 
 
-def volume_lock(spec: rbd_names.ImageSpec):
-    """Serialise attach/detach of one RBD image on this host."""
-    return _lock('rbd-' + '-'.join(rbd_names.escape(part) for part in (
-        spec.pool, spec.namespace, spec.image)),
-        'volume %s' % '/'.join(p for p in (spec.pool, spec.namespace,
-                                           spec.image) if p))
+def volume_lock_name(spec: rbd_names.ImageSpec) -> str:
+    return 'rbd-' + '-'.join(rbd_names.escape(part) for part in (
+        spec.pool, spec.namespace, spec.image))
 
 
-def cache_lock(cache_id: int):
+def volume_lock(spec: rbd_names.ImageSpec, timeout: Optional[float] = None):
+    """Serialise every life-cycle step of one RBD image on this host.
+
+    Attach, detach, drain, undrain, recover and discard, from nova-compute
+    and from the CLI alike.
+    """
+    return _lock(volume_lock_name(spec),
+                 'volume %s' % '/'.join(p for p in (spec.pool, spec.namespace,
+                                                    spec.image) if p),
+                 timeout)
+
+
+def cache_lock(cache_id: int, timeout: Optional[float] = None):
     """Serialise casadm changes to one cache instance."""
-    return _lock('cache-%d' % cache_id, 'cache instance %d' % cache_id)
+    return _lock('cache-%d' % cache_id, 'cache instance %d' % cache_id,
+                 timeout)

@@ -18,10 +18,10 @@ does not stop the others, and the exit code is 1 if any failed.
 """
 
 import argparse
-import math
+import os
 import sys
 import time
-from typing import Any, Optional
+from typing import Any
 
 from oslo_config import cfg
 
@@ -29,9 +29,9 @@ from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
-from os_brick_cas import fence
+from os_brick_cas import lifecycle
 from os_brick_cas import opts
-from os_brick_cas import ownership
+from os_brick_cas import rbd_names
 from os_brick_cas import report
 
 CONF = cfg.CONF
@@ -41,13 +41,14 @@ DIRTY_MODES = ('wb', 'wo')
 Target = tuple[casadm_mod.CacheInstance, casadm_mod.Core]
 
 DRAIN_TIMEOUT_HELP = (
-    'overall bound in seconds for the flushes of all volumes together '
-    '(default: [os_brick_cas] flush_timeout times the number of volumes); '
-    'each volume gets the time still left. So the command ends within '
-    'TIMEOUT seconds plus a few casadm calls per volume (each bounded by '
-    'casadm_timeout) and the wait for instance locks (lock_timeout). A '
-    'volume whose flush does not finish stays drained with its dirty data '
-    'in the cache and is reported as failed.')
+    'overall bound in seconds for all volumes together, lock waits and '
+    'flushes included (default: [os_brick_cas] flush_timeout times the '
+    'number of volumes, plus casadm_timeout per volume); each volume gets '
+    'the time still left, and one whose turn comes after it is not '
+    'attempted. So the command ends within TIMEOUT seconds plus the casadm '
+    'call running then (bounded by casadm_timeout). A volume whose flush '
+    'does not finish stays drained with its dirty data in the cache and is '
+    'reported as failed.')
 
 
 def _selection(parser: argparse.ArgumentParser, verb: str) -> None:
@@ -76,53 +77,24 @@ def add_parser(subparsers: Any) -> None:
     undrain.set_defaults(func=run_undrain)
 
 
-def tell_cinder(core: casadm_mod.Core, host: str, drained: bool) -> None:
-    """Record a drain (or its end) in the volume's fence marker.
-
-    Needs Cinder credentials (OS_CLOUD/OS_*); without them the drain
-    still holds here and Cinder keeps refusing snapshots. A drain is
-    recorded only for the owner the marker names; the end of one is
-    refused while the marker names another host (from then on this core
-    could get dirty behind its back).
-    """
+def cinder_view(host: str) -> lifecycle.Cinder:
+    """Cinder as this command reaches it (OS_CLOUD/OS_* credentials)."""
     from os_brick_cas.cmd import doctor
-    _image, volume_id = report.rbd_image_of(core.device)
     client, problem = doctor.owner_client()
-    if problem:
-        raise exception.CasError(message='cannot ask Cinder (%s); nothing '
-                                         'changed' % problem)
-    if client is None or volume_id is None:
-        print('volume %s: Cinder not told (no credentials: set OS_CLOUD); '
-              'it keeps refusing snapshots of it' % label(core))
-        return
-    record = ownership.read(core.device)
-    epoch = record.epoch if record else None
-    try:
-        if drained:
-            if not fence.may_record_drain(client.owner(volume_id), host,
-                                          epoch):
-                print('volume %s: Cinder not told: its fence marker does '
-                      'not name this host (%s) and the attachment cached '
-                      'here' % (volume_id, host))
-                return
-            client.set(volume_id, host, epoch, drained=True)
-        else:
-            other = client.take(volume_id, host, epoch)
-            if other is not None:
-                raise exception.CasError(
-                    message='its fence marker names host %s, not this host '
-                            '(%s): undrain refused (the volume stays '
-                            'drained, nothing is lost). Detach it here if '
-                            'it runs elsewhere now.' % (other.host, host))
-    except exception.CasError:
-        raise
-    except Exception as exc:
-        raise exception.CasError(message='cannot read or update the fence '
-                                         'marker (%s); nothing changed'
-                                         % exc)
-    print('volume %s: Cinder records it as %s' % (
-        volume_id, 'drained (snapshots and backups allowed)' if drained
-        else 'cached by this host'), flush=True)
+    if client is None and problem is None:
+        problem = 'no credentials: set OS_CLOUD or OS_AUTH_URL'
+    return lifecycle.Cinder(host, client, problem=problem)
+
+
+def subject(core: casadm_mod.Core) -> lifecycle.Volume:
+    """The life-cycle subject of *core*, if os-brick-cas named its link."""
+    spec = rbd_names.parse_link_name(os.path.basename(core.device))
+    if spec is None:
+        raise exception.CasError(
+            message='%s is not a link os-brick-cas names (a 1.x core?); '
+                    'detach and attach the volume first' % core.device)
+    _image, volume_id = report.rbd_image_of(core.device)
+    return lifecycle.Volume(spec, volume_id)
 
 
 def label(core: casadm_mod.Core) -> str:
@@ -144,38 +116,47 @@ def _dirty_instances(caches: list[casadm_mod.CacheInstance]
     return [cache for cache in caches if cache.current_mode in DIRTY_MODES]
 
 
-def _finish(verb: str, failed: list[str], total: int) -> int:
+def _finish(verb: str, done: str, failed: list[str], total: int) -> int:
+    """Report the end state on the last line; 0 only if all are *done*."""
     if not failed:
+        print('os-brick-cas %s: end state: %d of %d volume(s) %s'
+              % (verb, total, total, done), flush=True)
         return 0
-    print('os-brick-cas %s: %d of %d volume(s) failed: %s; the others are '
-          'done. Fix the cause shown above and run it again for those.'
-          % (verb, len(failed), total, ', '.join(failed)), file=sys.stderr)
+    print('os-brick-cas %s: end state: %d of %d volume(s) NOT %s: %s; the '
+          'others are %s. Fix the cause shown above and run it again for '
+          'those.' % (verb, len(failed), total, done, ', '.join(failed),
+                      done), file=sys.stderr, flush=True)
     return 1
 
 
-def _drain_one(manager: drain_mod.DrainManager, target: Target,
-               deadline: float, host: str) -> None:
+def _drain_one(machine: lifecycle.Lifecycle, target: Target,
+               limit: lifecycle.Deadline, cinder: lifecycle.Cinder) -> None:
     """Drain one volume within what is left of the overall bound."""
     cache, core = target
     name = label(core)
     if not core.active:
         raise exception.CasError(
-            message='core %d of instance %d is inactive; attach the volume '
-                    'first' % (core.core_id, cache.cache_id))
-    left = math.floor(deadline - time.monotonic())
-    if left < 1:
-        raise exception.CasError(
-            message='not attempted: the overall time bound ran out')
-    before = manager.casadm.dirty_blocks(core)
+            message='core %d of instance %d is inactive (after a reboot?) '
+                    'and may hold dirty data; attach the volume on this '
+                    'host (or detach it: the detach flushes it) first'
+                    % (core.core_id, cache.cache_id))
+    left = limit.whole_seconds('the drain')
     print('volume %s: draining %d dirty blocks (core %d of instance %d, at '
-          'most %ds)' % (name, before, core.core_id, cache.cache_id, left),
-          flush=True)
+          'most %ds)' % (name, machine.casadm.dirty_blocks(core),
+                         core.core_id, cache.cache_id, left), flush=True)
     start = time.monotonic()
-    manager.drain(cache, core, left)
+    result = machine.drain(subject(core), cinder, limit)
     print('volume %s drained in %.1fs (%d dirty blocks flushed); its writes '
           'go straight to Ceph until "os-brick-cas undrain"'
-          % (name, time.monotonic() - start, before), flush=True)
-    tell_cinder(core, host, drained=True)
+          % (name, time.monotonic() - start, result.dirty_before),
+          flush=True)
+    if result.recorded:
+        print('volume %s: Cinder records it as drained (snapshots and '
+              'backups allowed)' % name, flush=True)
+    else:
+        print('volume %s: Cinder not told (%s); it keeps refusing '
+              'snapshots of it' % (name, result.why_not_recorded),
+              flush=True)
 
 
 def run_drain(args: argparse.Namespace) -> int:
@@ -184,43 +165,42 @@ def run_drain(args: argparse.Namespace) -> int:
         caches = casadm.list_caches()
     except exception.CasError as exc:
         print('os-brick-cas drain: %s' % exc, file=sys.stderr)
+        print('os-brick-cas drain: end state: unknown (casadm failed)',
+              file=sys.stderr)
         return 1
     targets: list[Target]
     if args.all:
-        targets = []
-        for cache in _dirty_instances(caches):
-            for core in cache.cores:
-                if core.active:
-                    targets.append((cache, core))
-                else:
-                    print('volume %s: core %d of instance %d is inactive, '
-                          'not drained (attach or detach the volume to '
-                          'flush it)' % (label(core), core.core_id,
-                                         cache.cache_id), file=sys.stderr)
+        # inactive cores too: they may hold dirty data and count as not
+        # drained, never as "nothing to drain"
+        targets = [(cache, core) for cache in _dirty_instances(caches)
+                   for core in cache.cores]
         if not targets:
-            print('no active volume of a write-back or write-only instance '
-                  'on this host: nothing to drain')
+            print('os-brick-cas drain: end state: no volume of a write-back '
+                  'or write-only instance on this host: nothing to drain')
             return 0
     else:
         targets = [_find(caches, args.volume)]
-    bound: int = args.timeout or (CONF[opts.GROUP].flush_timeout *
-                                  len(targets))
-    deadline = time.monotonic() + bound
-    manager = drain_mod.DrainManager(casadm)
+    group = CONF[opts.GROUP]
+    bound: int = args.timeout or ((group.flush_timeout +
+                                   group.casadm_timeout) * len(targets))
+    # one bound for all volumes, lock waits included
+    limit = lifecycle.Deadline(bound)
+    machine = lifecycle.Lifecycle(casadm)
+    cinder = cinder_view(args.host)
     failed = []
     for target in targets:
         try:
-            _drain_one(manager, target, deadline, args.host)
+            _drain_one(machine, target, limit, cinder)
         except exception.CasError as exc:
             failed.append(label(target[1]))
             print('volume %s: NOT drained: %s' % (label(target[1]), exc),
                   file=sys.stderr, flush=True)
-    return _finish('drain', failed, len(targets))
+    return _finish('drain', 'drained', failed, len(targets))
 
 
 def run_undrain(args: argparse.Namespace) -> int:
     casadm = casadm_mod.Casadm()
-    manager = drain_mod.DrainManager(casadm)
+    machine = lifecycle.Lifecycle(casadm)
     try:
         caches = casadm.list_caches()
         if args.all:
@@ -229,29 +209,33 @@ def run_undrain(args: argparse.Namespace) -> int:
                 drained = drain_mod.drained_cores(
                     casadm.list_io_classes(cache.cache_id))
                 targets += [(cache, core) for core in cache.cores
-                            if core.core_id in drained]
+                            if core.core_id in drained or
+                            lifecycle.state(casadm, subject(core).spec) in (
+                                lifecycle.DRAINING, lifecycle.UNDRAINING)]
         else:
             targets = [_find(caches, args.volume)]
     except exception.CasError as exc:
         print('os-brick-cas undrain: %s' % exc, file=sys.stderr)
+        print('os-brick-cas undrain: end state: unknown (casadm failed)',
+              file=sys.stderr)
         return 1
     if not targets:
-        print('no drained volume on this host: nothing to undrain')
+        print('os-brick-cas undrain: end state: no drained volume on this '
+              'host: nothing to undrain')
         return 0
+    cinder = cinder_view(args.host)
+    limit = lifecycle.deadline()
     failed = []
-    for cache, core in targets:
-        error: Optional[exception.CasError] = None
+    for _cache, core in targets:
         try:
-            # the marker first: from the undrain on, the core can get dirty
-            tell_cinder(core, args.host, drained=False)
-            manager.undrain(cache, core, core.core_id)
+            # Cinder first (compare-and-swap), then the core; refused if
+            # Cinder cannot be told
+            machine.undrain(subject(core), cinder, limit)
         except exception.CasError as exc:
-            error = exc
-        if error is None:
-            print('volume %s undrained: writes are cached again'
-                  % label(core), flush=True)
-        else:
             failed.append(label(core))
-            print('volume %s: NOT undrained: %s' % (label(core), error),
+            print('volume %s: NOT undrained: %s' % (label(core), exc),
                   file=sys.stderr, flush=True)
-    return _finish('undrain', failed, len(targets))
+            continue
+        print('volume %s undrained: Cinder records it as cached by this '
+              'host, and writes are cached again' % label(core), flush=True)
+    return _finish('undrain', 'caching', failed, len(targets))

@@ -147,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         cores = _targets(report.host_report(casadm), args.volume)
         if not cores:
-            print('nothing to flush: no cores in write-back/write-only '
-                  'instances')
+            print('os-brick-cas flush: end state: nothing to flush: no '
+                  'cores in write-back/write-only instances')
             return 0
         failures = flush_cores(casadm, cores, timeout,
                                show_progress=args.progress or None)
@@ -161,8 +161,9 @@ def run(args: argparse.Namespace) -> int:
     for line in failures:
         print('ERROR %s' % line, file=sys.stderr)
     if failures:
-        print('%d of %d flushes failed; their dirty data is still in the '
-              'cache' % (len(failures), len(cores)), file=sys.stderr)
+        print('os-brick-cas flush: end state: %d of %d core(s) NOT flushed; '
+              'their dirty data is still in the cache' % (
+                  len(failures), len(cores)), file=sys.stderr)
         return 1
-    print('flushed %d core(s)' % len(cores))
+    print('os-brick-cas flush: end state: %d core(s) flushed' % len(cores))
     return 0

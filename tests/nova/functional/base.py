@@ -29,7 +29,6 @@ from typing import Iterator, Optional
 
 import fixtures
 from keystoneauth1 import session as ks_session
-from keystoneauth1 import token_endpoint
 import nova.conf as nova_conf
 from nova import context as nova_context
 from nova import objects
@@ -38,7 +37,6 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base
 import os_brick.privileged
 from oslo_serialization import jsonutils
-import requests
 import requests_mock
 
 from nova_ext import cmd as nova_cmd
@@ -50,6 +48,7 @@ import os_brick_cas.privileged
 from os_brick_cas import rbd_names
 from os_brick_cas.simulator import fixture as sim_fixture
 from os_brick_cas.simulator import state as sim_state
+from tests.functional import fake_cinder
 
 CONF = nova_conf.CONF
 CINDER = 'http://cinder.fake/v3/project'
@@ -120,10 +119,7 @@ class FakeFenceCinder(object):
         return ''
 
     def session(self) -> ks_session.Session:
-        http = requests.Session()
-        http.mount('http://cinder.fake/', self.adapter)
-        return ks_session.Session(
-            session=http, auth=token_endpoint.Token(CINDER, 'admin'))
+        return fake_cinder.session(self.adapter, CINDER)
 
     def client(self):
         from cinderclient import client as cinder_client

@@ -33,6 +33,7 @@ from oslotest import output
 from cinder_ext import admin
 from nova import context as nova_context
 from nova import objects
+from nova.virt.libvirt import driver as libvirt_driver
 from os_brick_cas.cmd import main as cli
 from tests.nova.functional import base
 
@@ -405,8 +406,12 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual(set(), self.drained_on('compute1'))
         self.assertEqual({}, self.cinder.drained)
 
-    def test_failure_at_the_destination_undrains_the_source_later(self):
-        """Nova calls no source hook when pre_live_migration fails."""
+    def fail_at_the_destination(self):
+        """A migration whose destination fails pre_live_migration.
+
+        Nova calls no source hook then: the source stays drained (safe,
+        writes go straight to Ceph, only slower). Returns its core.
+        """
         source_core = self.attach_dirty_wb()
         self.hosts['compute2'].inject_fault(
             'add-core', exit_code=1, stderr='Error while adding core device '
@@ -414,8 +419,33 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.migrate_to_compute2()
         self._wait_for_migration_status(self.server, ['error', 'failed'])
         self._wait_for_state_change(self.server, 'ACTIVE')
-        # still drained: safe (writes go straight to Ceph), only slower
         self.assertEqual({source_core.core_id}, self.drained_on('compute1'))
+        return source_core
+
+    def test_failure_at_the_destination_undrains_the_source_later(self):
+        source_core = self.fail_at_the_destination()
+        self._run_periodics()
+        self.assert_source_keeps_write_back(source_core, 0)
+
+    def restart_nova_compute(self, compute: str) -> None:
+        """A new driver object: whatever it kept in memory is gone.
+
+        nova's own state (the libvirt connection with its guests) is
+        carried over, as a real restart finds the guests still running.
+        """
+        old = self.computes[compute].manager.driver
+        fresh = type(old)(old.virtapi)
+        nova_state = set(libvirt_driver.LibvirtDriver(old.virtapi).__dict__)
+        for key in nova_state:
+            setattr(fresh, key, old.__dict__[key])
+        manager = self.computes[compute].manager
+        manager.driver = manager.rt.driver = fresh
+        self.bind_compute_to_host(compute)
+
+    def test_restart_after_the_pre_check_still_undrains_later(self):
+        """Issue 21: nova's record of its drains was kept in memory."""
+        source_core = self.fail_at_the_destination()
+        self.restart_nova_compute('compute1')
         self._run_periodics()
         self.assert_source_keeps_write_back(source_core, 0)
 
@@ -464,7 +494,7 @@ class OperatorDrainTestCase(LifecycleTestBase):
         code, text = self.cli('undrain', '--volume', WB_VOL,
                               '--host', 'compute1')
         self.assertEqual(1, code, text)
-        self.assertIn('undrain refused', text)
+        self.assertIn('refused: its fence marker names host compute9', text)
         self.assertEqual({core.core_id}, self.drained_on('compute1'))
         self.cinder.fences[WB_VOL] = 'compute1'
         code, text = self.cli('undrain', '--volume', WB_VOL,

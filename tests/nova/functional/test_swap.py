@@ -12,6 +12,8 @@
 
 """Swap volume of an attached cached volume leaves no stale core."""
 
+import fixtures
+from nova import exception
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client
 
@@ -85,6 +87,31 @@ class SwapVolumeTestCase(base.CachedVolumeTestBase):
         self.assertEqual(old_core.exported,
                          self.stored_device_path(self.server, OLD))
         self.assertEqual({OLD: 'compute1'}, self.cinder.fences)
+
+    def test_swap_aborted_after_its_drain_caches_writes_again(self):
+        """Issue 21: a swap that fails after the drain left it drained."""
+        self._attach_volume(self.server, OLD)
+        [old_core] = self.cores()
+        self.host.set_dirty(old_core.cache_id, old_core.core_id, 20)
+
+        def block_copy_fails(*args, **kwargs):
+            raise exception.VolumeRebaseFailed(reason='block job failed')
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.virt.libvirt.driver.LibvirtDriver._swap_volume',
+            block_copy_fails))
+        self.assertRaises(client.OpenStackApiException,
+                          self.admin_api.put_server_volume,
+                          self.server['id'], OLD, NEW)
+        self._run_periodics()
+        [kept] = self.cores()
+        self.assertEqual((old_core.cache_id, old_core.core_id),
+                         (kept.cache_id, kept.core_id))
+        # the guest stays on the old volume: it caches writes again and
+        # Cinder names this host, not drained
+        self.assertEqual(set(), self.drained_on('compute1'))
+        self.assertEqual({OLD: 'compute1'}, self.cinder.fences)
+        self.assertEqual({}, self.cinder.drained)
 
     def test_failed_detach_after_the_pivot_keeps_old_data_and_the_swap(self):
         self._attach_volume(self.server, OLD)
