@@ -106,6 +106,11 @@ def split_config_args(argv: list[str]) -> tuple[list[str], list[str]]:
     return config_args, rest
 
 
+#: libraries whose warnings repeat what a command reports itself
+_CLIENT_LOGGERS = ('keystoneauth', 'keystoneauth1', 'cinderclient',
+                   'urllib3', 'requests')
+
+
 def setup_logging(args: argparse.Namespace) -> None:
     """oslo.log to stderr only: WARNING, INFO with -v, DEBUG with --debug.
 
@@ -120,6 +125,12 @@ def setup_logging(args: argparse.Namespace) -> None:
     std_logging.getLogger().setLevel(
         std_logging.DEBUG if args.debug else
         std_logging.INFO if args.verbose else std_logging.WARNING)
+    if not (args.debug or args.verbose):
+        # the commands say in their own words when a service cannot be
+        # reached; the client libraries' retries and discovery warnings
+        # are for --verbose
+        for name in _CLIENT_LOGGERS:
+            std_logging.getLogger(name).setLevel(std_logging.ERROR)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -259,7 +259,7 @@ class DoctorTestCase(CliTestCase):
             ['casadm', 'kernel', 'kernel-modules', 'rootwrap-filter',
              'udev-rule', 'state-path', 'configuration', 'cache-instances',
              'stopped-caches', 'persistence', 'cores', 'drain',
-             'fallback-policy', 'owners'],
+             'fallback-policy', 'owners', 'drift'],
             list(dict.fromkeys(f['check'] for f in doc['findings'])))
 
     def test_new_host_checks_fail_with_what_to_do(self):
