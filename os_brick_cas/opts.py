@@ -110,6 +110,21 @@ host_opts = [
              'owner named by the volume\'s fence marker writes its dirty '
              'data to Ceph. Keep it on persistent storage.'),
     cfg.StrOpt(
+        'host_layout',
+        default='/etc/os-brick-cas/host-layout.yaml',
+        help='YAML file listing the Open CAS cache instances of this host '
+             '(id, mode, cache device, cache line size, cleaning, promotion '
+             'and sequential cut-off parameters, flush rate) for '
+             '"os-brick-cas host plan|apply|check" and doctor. See '
+             'etc/host-layout.yaml.sample and the admin guide\'s "Tuning" '
+             'for the defaults per mode.'),
+    cfg.StrOpt(
+        'host_root',
+        default='/',
+        help='Root under which "os-brick-cas host" reads proc/meminfo and '
+             'sys/class/block/<device>/size, and doctor looks for the '
+             'systemd units. Change it only for tests.'),
+    cfg.StrOpt(
         'lock_path',
         help='Directory for the per-volume and per-cache-instance lock '
              'files. Defaults to [oslo_concurrency] lock_path.'),

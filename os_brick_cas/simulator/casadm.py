@@ -28,6 +28,7 @@ from os_brick_cas.simulator import datatrue
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import ioclass
+from os_brick_cas.simulator import params as sim_params
 from os_brick_cas.simulator import state as state_mod
 from os_brick_cas.simulator import stats as stats_mod
 from os_brick_cas.simulator import udev
@@ -520,20 +521,6 @@ def stats(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     return Reply(0, stats_mod.cache_csv(cache_id, cache))
 
 
-def start_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:
-    cache_id = _int(args, 'cache-id')
-    mode = args.get('cache-mode', 'wt')
-    if str(cache_id) in state['caches']:
-        raise Reply(1, '', 'Error inserting cache %d\nCache ID already '
-                           'exists\n' % cache_id)
-    state['caches'][str(cache_id)] = {
-        'device': args.get('device', '-'), 'mode': mode,
-        'status': 'Running', 'size_blocks': 2621440, 'cores': {}}
-    if datatrue.enabled(state) and not args.get('load'):
-        datatrue.discard(args['_state_dir'], cache_id)
-    return Reply(0, 'Successfully added cache instance %d\n' % cache_id)
-
-
 def stop_cache(state_dir: str, args: dict[str, Any]) -> Reply:
     cache_id = _int(args, 'cache-id')
     operation = 'Error while stopping cache %d' % cache_id
@@ -545,6 +532,8 @@ def stop_cache(state_dir: str, args: dict[str, Any]) -> Reply:
             datatrue.stop(state_dir, state, cache_id)
         for core_id in cache['cores']:
             devices.remove(state, _exported(cache_id, int(core_id)))
+        sim_params.remember(state, cache_id, cache,
+                            flushed=not args.get('no-data-flush'))
         del state['caches'][str(cache_id)]
     return Reply(0)
 
@@ -669,12 +658,14 @@ def _old_flush_syntax(state: dict[str, Any], verb: str,
 
 LOCKED = {'add-core': add_core, 'try-add': try_add,
           'remove-inactive': remove_inactive, 'list-caches': list_caches,
-          'stats': stats, 'start-cache': start_cache,
+          'stats': stats, 'start-cache': sim_params.start_cache,
           'set-cache-mode': set_cache_mode, 'version': version}
 
 
 def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
     verb = 'unknown'
+    if sim_params.handles(argv):
+        return sim_params.run(state_dir, argv)
     try:
         verb, args = parse(argv)
         args['_state_dir'] = state_dir
