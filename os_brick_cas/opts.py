@@ -124,6 +124,15 @@ host_opts = [
         help='Root under which "os-brick-cas host" reads proc/meminfo and '
              'sys/class/block/<device>/size, and doctor looks for the '
              'systemd units. Change it only for tests.'),
+    cfg.ListOpt(
+        'nova_compute_units',
+        default=['nova-compute.service', 'openstack-nova-compute.service',
+                 'devstack@n-cpu.service',
+                 'kolla-nova_compute-container.service'],
+        help='systemd units that may run nova-compute on this host; doctor '
+             'checks that each one installed is ordered after Open CAS\'s '
+             'open-cas.service (etc/systemd/nova-compute.service.d/'
+             'os-brick-cas.conf).'),
     cfg.StrOpt(
         'lock_path',
         help='Directory for the per-volume and per-cache-instance lock '

@@ -30,6 +30,7 @@ from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd import host as host_cmd
 from os_brick_cas.cmd import releases
 from os_brick_cas import drain
 from os_brick_cas import exception
@@ -122,6 +123,7 @@ def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF
     yield from _check_persistence(policy, caches, group.opencas_conf)
     yield from _check_cores(casadm, policy, caches)
     yield from _check_drain(casadm, policy, caches)
+    yield from (Finding(*f) for f in host_cmd.doctor_findings(casadm, conf))
     if group.fallback_policy != opts.FALLBACK_FAIL:
         yield Finding(OK, 'fallback_policy=%s: volumes whose mode is not '
                           'served here attach %s' % (

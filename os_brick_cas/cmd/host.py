@@ -20,6 +20,7 @@ Exit codes: 0 nothing to report, 1 drift or warnings, 2 refused/failed.
 """
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -30,6 +31,7 @@ from os_brick_cas import exception
 from os_brick_cas import host_layout
 from os_brick_cas import host_layout_sizing as sizing
 from os_brick_cas import hostprep
+from os_brick_cas import hostprep_boot
 from os_brick_cas import hostprep_drain
 from os_brick_cas import opts
 
@@ -288,3 +290,18 @@ def run_check(args: argparse.Namespace) -> int:
         print('%-4s %s' % (level, message))
     levels = {level for level, _ in findings}
     return 2 if 'FAIL' in levels else 1 if 'WARN' in levels else 0
+
+
+def doctor_findings(casadm: casadm_mod.Casadm,
+                    conf: cfg.ConfigOpts = CONF) -> list[tuple[str, str]]:
+    """doctor's host checks: boot order, then the host layout if any."""
+    findings = hostprep_boot.findings(conf)
+    path = conf[opts.GROUP].host_layout
+    if not os.path.exists(path):
+        return findings + [('OK', 'no host layout at %s: instances not '
+                                  'compared with one (see "os-brick-cas '
+                                  'host plan")' % path)]
+    try:
+        return findings + check_findings(casadm, host_layout.load(path))
+    except exception.CasError as exc:
+        return findings + [('FAIL', 'host layout: %s' % exc)]
