@@ -3,14 +3,14 @@
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
 # Suites: pep8 unit functional nova cinder upstream ceph tempest devstack
-#         docs releasenotes. Each runs even if an earlier one failed; the exit
+#         deploy docs releasenotes. Each runs even if an earlier one failed; the exit
 # status is non-zero if any failed. Needs root for the system packages
 # (Ceph, fio, rbd-fuse, shellcheck) and for the /dev entries the host
 # simulator creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack docs
-     releasenotes)
+ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack deploy
+     docs releasenotes)
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
@@ -41,6 +41,7 @@ present() {
         upstream) [ -x tools/run-upstream-suites.sh ] ;;
         tempest) [ -x tools/check-tempest-plugin.sh ] ;;
         devstack) [ -x tools/test-devstack-plugin.sh ] ;;
+        deploy) [ -x tools/check-deploy-artifacts.sh ] ;;
         docs) [ -x tools/build-docs.sh ] ;;
         releasenotes) [ -x tools/build-releasenotes.sh ] ;;
         *) return 0 ;;
@@ -70,6 +71,7 @@ suite() {
         upstream) tools/run-upstream-suites.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
+        deploy) tools/check-deploy-artifacts.sh ;;
         docs) tools/build-docs.sh ;;
         releasenotes) tools/build-releasenotes.sh ;;
         *) echo "unknown suite $1 (known: ${ALL[*]})"; return 2 ;;
