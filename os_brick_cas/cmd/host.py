@@ -208,7 +208,11 @@ def run_apply(args: argparse.Namespace) -> int:
             done.append(action)
         conf_changed = hostprep.write_conf(layout)
     except exception.CasError as exc:
+        for action in done:
+            print('changed %s' % action)
         print('os-brick-cas host apply: %s' % exc, file=sys.stderr)
+        print('Stopped there.' if done else 'Nothing was changed.',
+              file=sys.stderr)
         return 2
     for action in done:
         print('changed %s' % action)
