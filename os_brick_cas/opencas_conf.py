@@ -27,7 +27,7 @@ is listed twice; a rewrite that would produce such a file is refused.
 import dataclasses
 import os
 import tempfile
-from typing import Optional
+from typing import Iterator, Optional
 
 from os_brick_cas import exception
 
@@ -90,17 +90,35 @@ def _fields(line: str) -> list[str]:
     return _content(line).split()
 
 
+Walked = Iterator[tuple[Optional[str], str, list[str]]]
+
+
+def _walk(lines: list[str]) -> Walked:
+    """(section the line is in, the line, its fields) for every line.
+
+    A section header yields its own name and no fields.
+    """
+    section = None
+    for line in lines:
+        name = _section(line)
+        if name is not None:
+            section = name
+            yield section, line, []
+        else:
+            yield section, line, _fields(line)
+
+
+def _cache_row_id(section: Optional[str], fields: list[str]) -> Optional[int]:
+    if section == 'caches' and len(fields) >= 3 and fields[0].isdigit():
+        return int(fields[0])
+    return None
+
+
 def parse(text: str) -> OpenCasConf:
     """Parse the text of an opencas.conf."""
     caches: dict[int, str] = {}
     cores: dict[tuple[int, int], str] = {}
-    section = None
-    for line in text.splitlines():
-        name = _section(line)
-        if name is not None:
-            section = name
-            continue
-        fields = _fields(line)
+    for section, _, fields in _walk(text.splitlines()):
         try:
             if section == 'caches' and len(fields) >= 3:
                 caches[int(fields[0])] = fields[2]
@@ -337,28 +355,17 @@ def rewrite_caches(text: str, rows: list[CacheRow]) -> str:
     if not lines or not lines[0].startswith('version='):
         lines.insert(0, VERSION_LINE)
     out: list[str] = []
-    section = None
     caches_end = None
     written: set[int] = set()
-    for line in lines:
-        name = _section(line)
-        if name is not None:
-            section = name
+    for section, line, fields in _walk(lines):
+        row = wanted.get(_cache_row_id(section, fields))
+        if row is not None:
+            if row.cache_id not in written:
+                out.append(row.render())
+                written.add(row.cache_id)
+        else:
             out.append(line)
-            if name == 'caches':
-                caches_end = len(out)
-            continue
-        fields = _fields(line)
-        if section == 'caches' and len(fields) >= 3 and fields[0].isdigit():
-            row = wanted.get(int(fields[0]))
-            if row is not None:
-                if int(fields[0]) not in written:
-                    out.append(row.render())
-                    written.add(row.cache_id)
-                caches_end = len(out)
-                continue
-        out.append(line)
-        if section == 'caches' and fields:
+        if section == 'caches' and (fields or _section(line) == 'caches'):
             caches_end = len(out)
     missing = [row.render() for row in rows if row.cache_id not in written]
     if caches_end is None:
@@ -372,17 +379,9 @@ def rewrite_caches(text: str, rows: list[CacheRow]) -> str:
 
 
 def _cache_devices(text: str) -> dict[int, str]:
-    devices = {}
-    section = None
-    for line in text.splitlines():
-        name = _section(line)
-        if name is not None:
-            section = name
-            continue
-        fields = _fields(line)
-        if section == 'caches' and len(fields) >= 3 and fields[0].isdigit():
-            devices[int(fields[0])] = fields[1]
-    return devices
+    return {_cache_row_id(section, fields): fields[1]
+            for section, _, fields in _walk(text.splitlines())
+            if _cache_row_id(section, fields) is not None}
 
 
 def update_caches_file(path: str, rows: list[CacheRow]) -> bool:

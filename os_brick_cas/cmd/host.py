@@ -46,17 +46,17 @@ def add_parser(subparsers: Any) -> None:
         'host', help='plan, apply or check the cache instances of this host '
                      'against the host layout ([os_brick_cas] host_layout)')
     verbs = parser.add_subparsers(dest='host_command', required=True)
-    plan = verbs.add_parser('plan', help='print what apply would do and '
-                                         'the RAM the layout needs')
-    plan.add_argument('--load-existing', action='store_true',
-                      help='plan to load instances found on the devices')
-    plan.set_defaults(func=run_plan)
-    apply = verbs.add_parser('apply', help='start or reconfigure instances '
-                                           'and write opencas.conf')
-    apply.add_argument('--load-existing', action='store_true',
-                       help='load an instance whose metadata a device holds '
-                            '(casadm -S -d DEV -l) instead of refusing')
-    apply.set_defaults(func=run_apply)
+    for verb, func, text in (
+            ('plan', run_plan, 'print what apply would do and the RAM the '
+                               'layout needs'),
+            ('apply', run_apply, 'start or reconfigure instances and write '
+                                 'opencas.conf')):
+        sub = verbs.add_parser(verb, help=text)
+        sub.add_argument('--load-existing', action='store_true',
+                         help='load an instance whose metadata a device '
+                              'holds (casadm -S -d DEV -l) instead of '
+                              'refusing')
+        sub.set_defaults(func=func)
     check = verbs.add_parser('check', help='report how the host differs '
                                            'from the layout')
     check.add_argument('--measure-flush', action='store_true',
