@@ -159,6 +159,23 @@ class HostLayoutTestCase(base.FunctionalTestCase):
                        '/dev/ram1', '--load'], self.casadm_argvs())
         self.assertEqual({1, 2}, {c.cache_id for c in self.cache_list()})
 
+    def test_apply_leaves_a_running_instance_in_another_mode_alone(self):
+        self._tool('casadm', '-S', '-i', '2', '-d', '/dev/ram1', '-c', 'wt',
+                   '-x', '64')
+        self._tool('casadm', '-S', '-i', '9', '-d', '/dev/ram5')
+        mark = len(self.host.calls('casadm'))
+        code, out, err = self.host_cli('apply')
+        self.assertEqual(2, code)
+        self.assertIn('REFUSED instance 2: it runs in mode wt, the layout '
+                      'wants wb; os-brick-cas does not switch modes', err)
+        self.assertEqual(set(), set(self.casadm_verbs(mark)) - READ_ONLY)
+        code, out, _ = self.host_cli('check')
+        self.assertEqual(2, code)
+        self.assertIn('WARN instance 2: cache mode is wt, the layout wants wb',
+                      out)
+        self.assertIn('WARN instance 9 (wt) runs but is not in the host '
+                      'layout', out)
+
     def test_check_reports_a_hand_changed_cleaning_policy(self):
         self.assertEqual(0, self.host_cli('apply')[0])
         code, out, _ = self.host_cli('check')
