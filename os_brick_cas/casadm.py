@@ -213,6 +213,9 @@ _ERRORS: list[tuple[str, Callable[..., exception.CasError]]] = [
     ('Core is active. To manage', lambda ctx, detail:
         exception.CoreActive(cache_id=ctx.get('cache_id'),
                              core=ctx.get('core_id'), detail=detail)),
+    ('Old metadata found on device', lambda ctx, detail:
+        exception.CacheDeviceHasMetadata(device=ctx.get('device'),
+                                         detail=detail)),
     # before v24.9 '-F' takes no '-j' (per-core flush was '-E')
     ('Unrecognized option', lambda ctx, detail: exception.CasadmTooOld(
         operation=ctx.get('operation'), exit_code=1, detail=detail)),
@@ -485,3 +488,53 @@ class Casadm(object):
                      timeout=timeout)
         return {row['Name']: row['Version']
                 for row in csv.DictReader(io.StringIO(out))}
+
+    def start_cache(self, device: str, cache_id: int, mode: str,
+                    line_size_kib: int) -> None:
+        """Start a fresh instance; refused over metadata (never forced)."""
+        timeout = self._timeout
+        _check('--start-cache', priv_casadm.start_cache(
+            device, cache_id, mode, line_size_kib, timeout),
+            cache_id=cache_id, device=device, timeout=timeout)
+
+    def load_cache(self, device: str) -> None:
+        """Load the instance whose metadata *device* holds (``-S -l``)."""
+        timeout = self._timeout
+        _check('--start-cache --load',
+               priv_casadm.load_cache(device, timeout),
+               device=device, timeout=timeout)
+
+    def cache_device_metadata(self, device: str) -> dict[str, str]:
+        """``{'Is cache': .., 'Clean Shutdown': .., 'Cache dirty': ..}``."""
+        timeout = self._timeout
+        out = _check('--check-cache-device',
+                     priv_casadm.check_cache_device(device, timeout),
+                     device=device, timeout=timeout)
+        return parse_stats(out)
+
+    def set_params(self, namespace: str, cache_id: int,
+                   values: list[tuple[str, object]],
+                   core_id: Optional[int] = None) -> None:
+        """``--set-param`` of *values* (option, value) in *namespace*."""
+        timeout = self._timeout
+        _check('--set-param --name %s' % namespace,
+               priv_casadm.set_param(namespace, cache_id, core_id,
+                                     [list(v) for v in values], timeout),
+               cache_id=cache_id, core_id=core_id, timeout=timeout)
+
+    def get_params(self, namespace: str, cache_id: int,
+                   core_id: Optional[int] = None) -> dict[str, str]:
+        """``--get-param`` of *namespace*: row title -> value."""
+        timeout = self._timeout
+        out = _check('--get-param --name %s' % namespace,
+                     priv_casadm.get_param(namespace, cache_id, core_id,
+                                           timeout),
+                     cache_id=cache_id, core_id=core_id, timeout=timeout)
+        rows = csv.reader(io.StringIO(out))
+        header = next(rows, None)
+        if header != ['Parameter name', 'Value']:
+            raise exception.CasadmCommandFailed(
+                operation='--get-param', exit_code=0,
+                detail='unexpected output %r' % out[:200])
+        return {row[0].strip(): row[1].strip() for row in rows
+                if len(row) >= 2}

@@ -297,3 +297,28 @@ class TransitionRefused(CasError):
     """A life-cycle transition that would break the host/Cinder rule."""
 
     message = ("%(action)s of volume %(volume)s refused: %(reason)s")
+
+
+class HostLayoutInvalid(CasError):
+    """The host layout file has fields os-brick-cas cannot use."""
+
+    message = ("Host layout %(path)s is invalid; nothing was changed:\n"
+               "%(problems)s")
+
+
+class HostLayoutRefused(CasError):
+    """``host apply`` will not do what the layout asks on this host."""
+
+    message = ("Refusing to apply the host layout to cache instance "
+               "%(cache_id)s: %(reason)s")
+
+
+class CacheDeviceHasMetadata(CasError):
+    """A cache device holds Open CAS metadata (maybe with dirty data)."""
+
+    message = ("%(device)s holds Open CAS metadata (%(detail)s), which may "
+               "hold write-back data Ceph does not have yet; it is never "
+               "started over with --force. Load it with 'casadm -S -d "
+               "%(device)s -l' (or 'os-brick-cas host apply "
+               "--load-existing'), flush and stop it if it is to be "
+               "re-created, then apply again.")

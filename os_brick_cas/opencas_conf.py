@@ -27,7 +27,7 @@ is listed twice; a rewrite that would produce such a file is refused.
 import dataclasses
 import os
 import tempfile
-from typing import Optional
+from typing import Iterator, Optional
 
 from os_brick_cas import exception
 
@@ -90,17 +90,35 @@ def _fields(line: str) -> list[str]:
     return _content(line).split()
 
 
+Walked = Iterator[tuple[Optional[str], str, list[str]]]
+
+
+def _walk(lines: list[str]) -> Walked:
+    """(section the line is in, the line, its fields) for every line.
+
+    A section header yields its own name and no fields.
+    """
+    section = None
+    for line in lines:
+        name = _section(line)
+        if name is not None:
+            section = name
+            yield section, line, []
+        else:
+            yield section, line, _fields(line)
+
+
+def _cache_row_id(section: Optional[str], fields: list[str]) -> Optional[int]:
+    if section == 'caches' and len(fields) >= 3 and fields[0].isdigit():
+        return int(fields[0])
+    return None
+
+
 def parse(text: str) -> OpenCasConf:
     """Parse the text of an opencas.conf."""
     caches: dict[int, str] = {}
     cores: dict[tuple[int, int], str] = {}
-    section = None
-    for line in text.splitlines():
-        name = _section(line)
-        if name is not None:
-            section = name
-            continue
-        fields = _fields(line)
+    for section, _, fields in _walk(text.splitlines()):
         try:
             if section == 'caches' and len(fields) >= 3:
                 caches[int(fields[0])] = fields[2]
@@ -265,11 +283,20 @@ def update_file(path: str, add: Optional[CoreRow] = None,
             return
         text, mode = '', 0o644
     new_text = rewrite(text, add=add, remove=remove)
+    _replace_file(target, text, new_text, mode)
+
+
+def _replace_file(target: str, text: str, new_text: str, mode: int) -> bool:
+    """Atomically replace *target* (holding *text*) by *new_text*.
+
+    Returns whether anything changed; the directory is fsynced after the
+    rename so a power cut keeps the new content.
+    """
     directory = os.path.dirname(target)
     os.makedirs(directory, exist_ok=True)
     sweep_temporaries(directory)
     if new_text == text:
-        return
+        return False
     fd, temporary = tempfile.mkstemp(
         dir=directory, prefix='%s%d.' % (TEMP_PREFIX, os.getpid()))
     try:
@@ -284,3 +311,89 @@ def update_file(path: str, add: Optional[CoreRow] = None,
             os.unlink(temporary)
         raise
     _fsync_directory(directory)
+    return True
+
+
+#: first line of a file os-brick-cas creates (casctl only checks the key)
+VERSION_LINE = 'version=19.3.0'
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheRow:
+    """A ``[caches]`` row: what casctl starts or loads at boot."""
+
+    cache_id: int
+    device: str
+    mode: str                           # wt, wb, ...
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def render(self) -> str:
+        row = '%d\t%s\t%s' % (self.cache_id, self.device, self.mode.upper())
+        if self.extra:
+            row += '\t' + ','.join('%s=%s' % item for item in self.extra)
+        return row
+
+
+def rewrite_caches(text: str, rows: list[CacheRow]) -> str:
+    """Return *text* with *rows* as the ``[caches]`` rows of their ids.
+
+    Rows of other cache ids, every ``[cores]`` row, comments and blank
+    lines are kept as they are; new rows go at the end of ``[caches]``.
+    Refused (OpenCasConfRefused) where casctl would reject the file: a
+    device listed under another cache id.
+    """
+    wanted = {row.cache_id: row for row in rows}
+    for cache_id, device in _cache_devices(text).items():
+        for row in rows:
+            if cache_id != row.cache_id and _same_device(device, row.device):
+                raise exception.OpenCasConfRefused(
+                    row=row.render(),
+                    reason='%s is already listed as cache instance %d; '
+                           'remove that row first (once that instance is '
+                           'flushed and stopped)' % (device, cache_id))
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith('version='):
+        lines.insert(0, VERSION_LINE)
+    out: list[str] = []
+    caches_end = None
+    written: set[int] = set()
+    for section, line, fields in _walk(lines):
+        row = wanted.get(_cache_row_id(section, fields))
+        if row is not None:
+            if row.cache_id not in written:
+                out.append(row.render())
+                written.add(row.cache_id)
+        else:
+            out.append(line)
+        if section == 'caches' and (fields or _section(line) == 'caches'):
+            caches_end = len(out)
+    missing = [row.render() for row in rows if row.cache_id not in written]
+    if caches_end is None:
+        # [caches] must come before [cores]: put it right after version=
+        out[1:1] = ['[caches]'] + missing
+    else:
+        out[caches_end:caches_end] = missing
+    if not any(_section(line) == 'cores' for line in out):
+        out.append('[cores]')
+    return '\n'.join(out) + '\n'
+
+
+def _cache_devices(text: str) -> dict[int, str]:
+    return {_cache_row_id(section, fields): fields[1]
+            for section, _, fields in _walk(text.splitlines())
+            if _cache_row_id(section, fields) is not None}
+
+
+def update_caches_file(path: str, rows: list[CacheRow]) -> bool:
+    """Rewrite *path* with :func:`rewrite_caches`; True if it changed.
+
+    Call with the opencas.conf lock held.
+    """
+    target = os.path.realpath(path)
+    try:
+        with open(target) as conf_file:
+            text = conf_file.read()
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        text, mode = '', 0o644
+    return _replace_file(target, text, rewrite_caches(text, rows), mode)

@@ -110,6 +110,30 @@ host_opts = [
              'owner named by the volume\'s fence marker writes its dirty '
              'data to Ceph. Keep it on persistent storage.'),
     cfg.StrOpt(
+        'host_layout',
+        default='/etc/os-brick-cas/host-layout.yaml',
+        help='YAML file listing the Open CAS cache instances of this host '
+             '(id, mode, cache device, cache line size, cleaning, promotion '
+             'and sequential cut-off parameters, flush rate) for '
+             '"os-brick-cas host plan|apply|check" and doctor. See '
+             'etc/host-layout.yaml.sample and the admin guide\'s "Tuning" '
+             'for the defaults per mode.'),
+    cfg.StrOpt(
+        'host_root',
+        default='/',
+        help='Root under which "os-brick-cas host" reads proc/meminfo and '
+             'sys/class/block/<device>/size, and doctor looks for the '
+             'systemd units. Change it only for tests.'),
+    cfg.ListOpt(
+        'nova_compute_units',
+        default=['nova-compute.service', 'openstack-nova-compute.service',
+                 'devstack@n-cpu.service',
+                 'kolla-nova_compute-container.service'],
+        help='systemd units that may run nova-compute on this host; doctor '
+             'checks that each one installed is ordered after Open CAS\'s '
+             'open-cas.service (etc/systemd/nova-compute.service.d/'
+             'os-brick-cas.conf).'),
+    cfg.StrOpt(
         'lock_path',
         help='Directory for the per-volume and per-cache-instance lock '
              'files. Defaults to [oslo_concurrency] lock_path.'),

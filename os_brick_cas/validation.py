@@ -84,6 +84,19 @@ def by_id_path(value: object) -> str:
     return path
 
 
+#: cache devices casadm takes without a by-id link (cas_lib.c,
+#: set_device_path): RAM disks and the like, for CI hosts
+_WHITELISTED_CACHE = re.compile(r'/dev/(ram|nullb|drbd)[0-9]+(p[0-9]+)?')
+
+
+def cache_device(value: object) -> str:
+    """A cache device: a /dev/disk/by-id link or a whitelisted RAM disk."""
+    path = dev_path(value)
+    if _WHITELISTED_CACHE.fullmatch(path):
+        return path
+    return by_id_path(path)
+
+
 def rbd_name(what: str, value: object, allow_empty: bool = False) -> str:
     """A Ceph pool, namespace or image name safe to use on the host.
 

@@ -3,14 +3,14 @@
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
 # Suites: pep8 unit functional nova cinder upstream ceph tempest devstack
-#         docs releasenotes prometheus. Each runs even if an earlier one
-# failed; the exit status is non-zero if any failed. Needs root for the
+#         deploy docs releasenotes prometheus. Each runs even if an earlier
+# one failed; the exit status is non-zero if any failed. Needs root for the
 # system packages (Ceph, fio, rbd-fuse, shellcheck, promtool) and for the
 # /dev entries the host simulator creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack docs
-     releasenotes prometheus)
+ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack deploy
+     docs releasenotes prometheus)
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
@@ -41,6 +41,7 @@ present() {
         upstream) [ -x tools/run-upstream-suites.sh ] ;;
         tempest) [ -x tools/check-tempest-plugin.sh ] ;;
         devstack) [ -x tools/test-devstack-plugin.sh ] ;;
+        deploy) [ -x tools/check-deploy-artifacts.sh ] ;;
         docs) [ -x tools/build-docs.sh ] ;;
         releasenotes) [ -x tools/build-releasenotes.sh ] ;;
         *) return 0 ;;
@@ -70,6 +71,7 @@ suite() {
         upstream) tools/run-upstream-suites.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
+        deploy) tools/check-deploy-artifacts.sh ;;
         docs) tools/build-docs.sh ;;
         releasenotes) tools/build-releasenotes.sh ;;
         # promtool required: the alert rules, their unit tests, the

@@ -131,6 +131,10 @@ stub_sudo() {
     if [[ -x "$STUB_BIN/$cmd" ]]; then
         exec "$STUB_BIN/$cmd" "${@:2}"
     fi
+    # a stubbed command given by its path (e.g. nova's venv/bin/os-brick-cas)
+    if [[ "$cmd" == */* && -x "$STUB_BIN/${cmd##*/}" ]]; then
+        exec "$STUB_BIN/${cmd##*/}" "${@:2}"
+    fi
     local last=${!#} ok=0
     case "$cmd" in
         test|cat) _inside read "${@:2}" && ok=1 ;;
@@ -299,6 +303,60 @@ stub_make() {
     fi
 }
 
+# "os-brick-cas host apply" as the stub host sees it: the layout the plugin
+# wrote is read with the product's own parser, instances are refused
+# (nothing changed) over Open CAS metadata (STUB_CHECK_DEVICE, unless
+# --load-existing) or in another mode, else started in the stub's casadm
+# state; opencas.conf's [caches] rows are written by the product's own
+# code. What apply does against casadm is tested in
+# tests/functional/test_host_layout.py.
+stub_os-brick-cas() {
+    [[ " $* " == *" host apply"* ]] || return 0
+    [[ -d "$STUB_STATE/sys/module/cas_cache" ]] || {
+        echo "the Open CAS kernel module is not loaded" >&2
+        return 2
+    }
+    touch "$STUB_STATE/caches"
+    local conf layout opencas lines id mode device running load=0
+    conf=$(_casadm_arg --config-file --config-file "$@")
+    layout=$(awk -F' = ' '$1 == "host_layout" { print $2 }' "$conf")
+    opencas=$(awk -F' = ' '$1 == "opencas_conf" { print $2 }' "$conf")
+    [[ " $* " == *" --load-existing "* ]] && load=1
+    lines=$(PYTHONPATH=$REPO "$PYTHON" - "$layout" <<'PY'
+import sys
+from tests import devstack_layout
+for item in devstack_layout.load(sys.argv[1]).instances:
+    print(item.cache_id, item.mode.value, item.device)
+PY
+) || return 2
+    while read -r id mode device; do
+        running=$(awk -F, -v id="$id" '$1 == "cache" && $2 == id {
+            print $5 }' "$STUB_STATE/caches")
+        if [[ -n "$running" && "$running" != "$mode" ]]; then
+            echo "REFUSED instance $id: it runs in mode $running, the" \
+                 "layout wants $mode" >&2
+            return 2
+        fi
+        if [[ -z "$running" && $load == 0 &&
+                "${STUB_CHECK_DEVICE:-}" == "$device=yes,"* ]]; then
+            echo "REFUSED instance $id: $device holds Open CAS metadata;" \
+                 "Load it with 'casadm -S -d $device -l'" >&2
+            return 2
+        fi
+    done <<< "$lines"
+    while read -r id mode device; do
+        grep -q "^cache,$id," "$STUB_STATE/caches" ||
+            echo "cache,$id,$device,Running,$mode,-" >> "$STUB_STATE/caches"
+    done <<< "$lines"
+    PYTHONPATH=$REPO "$PYTHON" - "$layout" "$opencas" <<'PY'
+import sys
+from os_brick_cas import hostprep, opencas_conf
+from tests import devstack_layout
+rows = hostprep.cache_rows(devstack_layout.load(sys.argv[1]))
+opencas_conf.update_caches_file(sys.argv[2], rows)
+PY
+}
+
 stub_timeout() {
     while [[ "$1" == -* ]]; do shift; done
     shift
@@ -451,6 +509,7 @@ export NOVA_CPU_CONF='$s/etc/nova/nova-cpu.conf' NOVA_BIN_DIR='$s/venv/bin'
 export CINDER_CONF='$s/etc/cinder/cinder.conf'
 export TEMPEST_CONFIG='$s/tempest/tempest.conf'
 export OPEN_CAS_CONF='$s/etc/opencas/opencas.conf'
+export OS_BRICK_CAS_HOST_LAYOUT='$s/etc/os-brick-cas/host-layout.yaml'
 export OPEN_CAS_BY_ID_DIR='$s/dev/disk/by-id'
 export OS_BRICK_CAS_UDEV_RULES_DIR='$s/etc/udev/rules.d'
 export _OS_BRICK_CAS_SYS_DIR='$s/stub/sys'
@@ -471,6 +530,7 @@ EOF
     CINDER_CONF=$s/etc/cinder/cinder.conf
     TEMPEST_CONFIG=$s/tempest/tempest.conf
     OPEN_CAS_CONF=$s/etc/opencas/opencas.conf
+    OS_BRICK_CAS_HOST_LAYOUT=$s/etc/os-brick-cas/host-layout.yaml
     OPEN_CAS_BY_ID_DIR=$s/dev/disk/by-id
     OS_BRICK_CAS_STATE_PATH=$s/var/lib/os-brick-cas
     STACK_USER=$(id -un)
@@ -536,6 +596,21 @@ all_called() {
 no_cache_running() { [[ ! -s "$STUB_STATE/caches" ]]; }
 link_to() { [[ "$(readlink "$1")" == "$2" ]]; }
 cache_running() { grep -q "^cache,$1,.*,Running,$2,-$" "$STUB_STATE/caches"; }
+cache_not_running() { ! grep -q "^cache,$1," "$STUB_STATE/caches"; }
+# the host layout the plugin wrote has instance $1 in mode $2 on $3 [lazy]
+layout_has() {
+    local line="  - {id: $1, mode: $2, device: $3"
+    [[ "${4:-}" == lazy ]] && line+=", lazy_startup: true"
+    grep -qxF -- "$line}" "$OS_BRICK_CAS_HOST_LAYOUT"
+}
+# a [caches] row as host apply writes it: id device MODE promotion [lazy]
+apply_row() {
+    printf '%s\t%s\t%s\tcache_line_size=4,cleaning_policy=alru,promotion_policy=%s%s' \
+        "$1" "$2" "$3" "$4" "${5:+,lazy_startup=true}"
+}
+host_apply_called() {
+    called "os-brick-cas --config-file $S/data/os-brick-cas/host-cli.conf host apply"
+}
 
 # casadm calls (direct or through sudo/timeout) carrying a token of each of
 # the two alternations
@@ -630,23 +705,25 @@ test_all_in_one() {
     check "aio post-config: RAM disks, one per mode, 1 GiB each" \
         called "sudo modprobe brd rd_nr=2 rd_size=1048576"
     check "aio post-config: cas_cache module loaded" called "modprobe cas_cache"
-    check "aio post-config: wt instance 1 started" \
-        called "casadm -S -i 1 -d /dev/ram0 -c wt"
-    check "aio post-config: wb instance 2 started" \
-        called "casadm -S -i 2 -d /dev/ram1 -c wb"
-    check "aio post-config: no --force on devices without Open CAS metadata" \
-        not_called_regex 'casadm -S .*--force'
-    check "aio post-config: cache devices checked for old metadata first" \
-        called_before "--check-cache-device --cache-device /dev/ram1" \
-        "casadm -S -i 2"
+    check "aio post-config: host layout has wt instance 1 on /dev/ram0" \
+        layout_has 1 wt /dev/ram0 lazy
+    check "aio post-config: host layout has wb instance 2 on /dev/ram1" \
+        layout_has 2 wb /dev/ram1 lazy
+    check "aio post-config: instances started by os-brick-cas host apply" \
+        host_apply_called
+    check "aio post-config: layout written before host apply" \
+        called_before "$OS_BRICK_CAS_HOST_LAYOUT" "host apply"
+    check "aio post-config: no --force anywhere" not_called_regex '--force'
+    check "aio nova.conf: host_layout" \
+        ini_is "$NOVA_CONF" os_brick_cas host_layout "$OS_BRICK_CAS_HOST_LAYOUT"
     check "aio post-config: wt instance 1 running" cache_running 1 wt
     check "aio post-config: wb instance 2 running" cache_running 2 wb
     check "aio opencas.conf: version line first, [caches] and [cores]" \
         opencas_well_formed
     check "aio opencas.conf: wb instance listed, lazy (RAM disk)" \
-        file_has_line "$OPEN_CAS_CONF" \
-        "$(opencas_row 2 /dev/ram1 WB)"$'\tlazy_startup=true'
-    check "aio opencas.conf: wt instance 1 not listed" opencas_rows_of 1 0
+        file_has_line "$OPEN_CAS_CONF" "$(apply_row 2 /dev/ram1 WB always lazy)"
+    check "aio opencas.conf: wt instance 1 listed too (comes back warm)" \
+        file_has_line "$OPEN_CAS_CONF" "$(apply_row 1 /dev/ram0 WT nhit lazy)"
     check "aio host: rootwrap filter installed" \
         cmp -s "$REPO/etc/rootwrap.d/os-brick-cas.filters" \
         "$S/etc/nova/rootwrap.d/os-brick-cas.filters"
@@ -688,8 +765,9 @@ test_all_in_one() {
     # post-config once more (re-stack without unstack): nothing doubled
     phase stack post-config
     check "aio post-config again: succeeds" rc_is 0
-    check "aio post-config again: running caches reused, not restarted" \
-        calls_count "casadm -S -i 2" 2
+    check "aio post-config again: host apply run again (changes nothing)" \
+        lines_count "$CALLS" "^os-brick-cas .* host apply" 2
+    check "aio post-config again: still one wb instance 2" cache_running 2 wb
     check "aio post-config again: one opencas.conf row for instance 2" \
         opencas_rows_of 2 1
     check "aio post-config again: each API extension once" \
@@ -866,8 +944,8 @@ test_build_open_cas() {
     check "build install: an existing opencas.conf survives make install" \
         opencas_has "$(opencas_row 9 /dev/disk/by-id/nvme-OPERATOR WB)"
     phase stack post-config
-    check "build post-config: caches start with the built casadm" \
-        called "casadm -S -i 2 -d /dev/ram1 -c wb"
+    check "build post-config: host apply starts the caches after the build" \
+        host_apply_called
     check "build post-config: operator's opencas.conf row kept" \
         opencas_has "$(opencas_row 9 /dev/disk/by-id/nvme-OPERATOR WB)"
     new_scenario build-other-branch "OPEN_CAS_BRANCH=v24.9" \
@@ -884,23 +962,30 @@ test_existing_metadata() {
     stack_until_post_config
     check "dirty-metadata post-config: refuses (non-zero)" rc_not_zero
     check "dirty-metadata: cache not started over dirty metadata" \
-        not_called "casadm -S -i 2"
-    check "dirty-metadata: says how to load and flush it" \
-        output_has "sudo casadm -S -l"
+        cache_not_running 2
+    check "dirty-metadata: says how to load it" \
+        output_has "casadm -S -d /dev/ram1 -l"
     safety_checks dirty-metadata
 
     new_scenario unclean-metadata "STUB_CHECK_DEVICE=/dev/ram1=yes,no,no"
     stack_until_post_config
     check "unclean-metadata post-config: refuses (non-zero)" rc_not_zero
-    check "unclean-metadata: cache not started" not_called "casadm -S -i 2"
+    check "unclean-metadata: cache not started" cache_not_running 2
 
+    # host apply never uses --force, clean metadata included
     new_scenario clean-metadata "STUB_CHECK_DEVICE=/dev/ram1=yes,yes,no"
     stack_until_post_config
-    check "clean-metadata post-config: succeeds" rc_is 0
-    check "clean-metadata: clean old metadata overwritten with --force" \
-        called "casadm -S -i 2 -d /dev/ram1 -c wb --force"
-    check "clean-metadata: no --force for the fresh device" \
-        called_regex "casadm -S -i 1 -d /dev/ram0 -c wt$"
+    check "clean-metadata post-config: refuses too (no --force)" rc_not_zero
+    check "clean-metadata: cache not started over it" cache_not_running 2
+    check "clean-metadata: no --force anywhere" not_called_regex '--force'
+
+    new_scenario load-existing "STUB_CHECK_DEVICE=/dev/ram1=yes,yes,no" \
+        OPEN_CAS_LOAD_EXISTING=True
+    stack_until_post_config
+    check "load-existing post-config: succeeds" rc_is 0
+    check "load-existing: host apply asked to load what the device holds" \
+        called "host apply --load-existing"
+    check "load-existing: wb instance 2 running" cache_running 2 wb
 
     new_scenario mode-mismatch
     mkdir -p "$STUB_STATE/sys/module/cas_cache"
@@ -908,7 +993,7 @@ test_existing_metadata() {
     stack_until_post_config
     check "mode-mismatch post-config: refuses (non-zero)" rc_not_zero
     check "mode-mismatch: names the instance and its mode" \
-        output_has "cache instance 2 runs in mode 'wt'"
+        output_has "it runs in mode wt, the layout wants wb"
     check "mode-mismatch: nothing started over it" not_called "casadm -S -i 2"
 
     new_scenario foreign-brd
@@ -930,11 +1015,11 @@ test_loop_backend() {
         called "losetup --find --show --direct-io=on $img"
     check "loop: by-id link to the loop device" \
         link_to "$OPEN_CAS_BY_ID_DIR/os-brick-cas-cache-wb" /dev/loop1
-    check "loop: cache started on the by-id link" \
-        called "casadm -S -i 2 -d $OPEN_CAS_BY_ID_DIR/os-brick-cas-cache-wb -c wb"
+    check "loop: layout puts the cache on the by-id link" \
+        layout_has 2 wb "$OPEN_CAS_BY_ID_DIR/os-brick-cas-cache-wb" lazy
     check "loop opencas.conf: wb row on the link, lazy" \
         file_has_line "$OPEN_CAS_CONF" \
-        "$(opencas_row 2 "$OPEN_CAS_BY_ID_DIR/os-brick-cas-cache-wb" WB)"$'\tlazy_startup=true'
+        "$(apply_row 2 "$OPEN_CAS_BY_ID_DIR/os-brick-cas-cache-wb" WB always lazy)"
     phase unstack
     check "loop unstack: succeeds" rc_is 0
     check "loop unstack: loop devices detached" \
@@ -963,8 +1048,7 @@ test_loop_backend() {
     phase stack post-config
     check "loop-dirty re-stack: refuses to start over the dirty file" \
         rc_not_zero
-    check "loop-dirty re-stack: no cache started on it (only the first)" \
-        calls_count "casadm -S -i 2" 2
+    check "loop-dirty re-stack: no cache started on it" cache_not_running 2
     safety_checks loop-dirty
 }
 
@@ -976,11 +1060,11 @@ test_device_backend() {
     set_stub_env "OPEN_CAS_CACHE_DEVICE=$dev"
     stack_until_post_config
     check "device post-config: succeeds" rc_is 0
-    check "device: wt on partition 1" called "casadm -S -i 1 -d $dev-part1 -c wt"
-    check "device: wb on partition 2" called "casadm -S -i 2 -d $dev-part2 -c wb"
+    check "device: wt on partition 1" layout_has 1 wt "$dev-part1"
+    check "device: wb on partition 2" layout_has 2 wb "$dev-part2"
     check "device: existing partitions not touched" not_called "parted"
     check "device opencas.conf: wb row, not lazy (a real SSD)" \
-        file_has_line "$OPEN_CAS_CONF" "$(opencas_row 2 "$dev-part2" WB)"
+        file_has_line "$OPEN_CAS_CONF" "$(apply_row 2 "$dev-part2" WB always)"
 
     new_scenario device-unpartitioned
     dev=$OPEN_CAS_BY_ID_DIR/nvme-TEST_SSD
@@ -1006,9 +1090,9 @@ test_device_backend() {
     stack_until_post_config
     check "device-list: succeeds" rc_is 0
     check "device-list: wo instance 3 on the third device" \
-        called "casadm -S -i 3 -d $OPEN_CAS_BY_ID_DIR/ssd-c -c wo"
+        layout_has 3 wo "$OPEN_CAS_BY_ID_DIR/ssd-c"
     check "device-list: wo instance listed in opencas.conf" \
-        file_has_line "$OPEN_CAS_CONF" "$(opencas_row 3 "$OPEN_CAS_BY_ID_DIR/ssd-c" WO)"
+        file_has_line "$OPEN_CAS_CONF" "$(apply_row 3 "$OPEN_CAS_BY_ID_DIR/ssd-c" WO always)"
     check "device-list: nova cache_instances wt:1,wb:2,wo:3" \
         ini_is "$NOVA_CONF" os_brick_cas cache_instances wt:1,wb:2,wo:3
     phase unstack

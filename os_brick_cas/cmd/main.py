@@ -42,6 +42,7 @@ SUBCOMMAND_MODULES = [
     'os_brick_cas.cmd.drain',
     'os_brick_cas.cmd.bench',
     'os_brick_cas.cmd.exporter',
+    'os_brick_cas.cmd.host',
     'cinder_ext.admin',
     'nova_ext.cmd',
 ]

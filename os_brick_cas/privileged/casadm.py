@@ -29,6 +29,7 @@ from oslo_concurrency import processutils
 from oslo_log import log as logging
 
 from os_brick_cas import exception
+from os_brick_cas import host_layout_params
 from os_brick_cas import privileged
 from os_brick_cas import validation
 
@@ -240,3 +241,104 @@ def list_io_classes(cache_id: int, timeout: int) -> Result:
     return _run(['--io-class', '--list',
                  '--cache-id', str(validation.cache_id(cache_id)),
                  '--output-format', 'csv'], timeout)
+
+
+@privileged.default.entrypoint
+def start_cache(device: str, cache_id: int, mode: str, line_size_kib: int,
+                timeout: int) -> Result:
+    """Start a fresh cache instance on *device*. Never forced.
+
+    casadm refuses a device holding Open CAS metadata without --force;
+    that refusal is kept (the metadata may hold dirty data).
+    """
+    line = line_size_kib
+    if isinstance(line, bool) or line not in (
+            host_layout_params.LINE_SIZES_KIB):
+        raise exception.InvalidInput(what='cache line size', value=line,
+                                     reason='must be 4, 8, 16, 32 or 64')
+    return _run(['--start-cache',
+                 '--cache-device', validation.cache_device(device),
+                 '--cache-id', str(validation.cache_id(cache_id)),
+                 '--cache-mode', validation.cache_mode(mode).value,
+                 '--cache-line-size', str(line)], timeout)
+
+
+@privileged.default.entrypoint
+def load_cache(device: str, timeout: int) -> Result:
+    """Load the cache instance whose metadata *device* holds (``-S -l``).
+
+    casadm takes no id, mode or line size with --load: they come from
+    the metadata.
+    """
+    return _run(['--start-cache', '--cache-device',
+                 validation.cache_device(device), '--load'], timeout)
+
+
+@privileged.default.entrypoint
+def check_cache_device(device: str, timeout: int) -> Result:
+    """Whether *device* holds Open CAS metadata, clean, dirty (CSV)."""
+    return _run(['--script', '--check-cache-device', '--cache-device',
+                 validation.cache_device(device)], timeout)
+
+
+def _param_args(namespace: str, values: list[tuple[str, object]]
+                ) -> list[str]:
+    known = {param.option: param
+             for param in host_layout_params.of_namespace(namespace)}
+    if not known:
+        raise exception.InvalidInput(what='parameter namespace',
+                                     value=namespace, reason='unknown')
+    args = []
+    for option, value in values:
+        param = known.get(option)
+        if param is None:
+            raise exception.InvalidInput(
+                what='%s parameter' % namespace, value=option,
+                reason='unknown')
+        if param.choices:
+            if value not in param.choices:
+                raise exception.InvalidInput(
+                    what=option, value=value,
+                    reason='must be one of %s' % ', '.join(param.choices))
+        elif isinstance(value, bool) or not isinstance(value, int) or not (
+                param.low <= value <= param.high):
+            raise exception.InvalidInput(
+                what=option, value=value, reason='must be an integer '
+                '%d..%d' % (param.low, param.high))
+        args += ['--' + option, str(value)]
+    if not args:
+        raise exception.InvalidInput(what='%s parameters' % namespace,
+                                     value=values, reason='none given')
+    return args
+
+
+def _target(namespace: str, cache_id: int, core_id: Optional[int]
+            ) -> list[str]:
+    args = ['--name', namespace,
+            '--cache-id', str(validation.cache_id(cache_id))]
+    if core_id is not None:
+        args += ['--core-id', str(validation.core_id(core_id))]
+    return args
+
+
+@privileged.default.entrypoint
+def set_param(namespace: str, cache_id: int, core_id: Optional[int],
+              values: list[tuple[str, object]], timeout: int) -> Result:
+    """``casadm --set-param`` of known *values* in *namespace*.
+
+    Without *core_id*, a seq-cutoff value applies to every core.
+    """
+    values = [tuple(value) for value in values]
+    return _run(['--set-param'] + _target(namespace, cache_id, core_id) +
+                _param_args(namespace, values), timeout)
+
+
+@privileged.default.entrypoint
+def get_param(namespace: str, cache_id: int, core_id: Optional[int],
+              timeout: int) -> Result:
+    """``casadm --get-param`` of *namespace* in CSV."""
+    if not host_layout_params.of_namespace(namespace):
+        raise exception.InvalidInput(what='parameter namespace',
+                                     value=namespace, reason='unknown')
+    return _run(['--get-param'] + _target(namespace, cache_id, core_id) +
+                ['--output-format', 'csv'], timeout)

@@ -19,6 +19,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import exception
+from os_brick_cas import host_layout_params
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
 from os_brick_cas import ownership
@@ -116,6 +117,44 @@ def forget_core(cache_id: int, core_id: int, core_device: str) -> None:
     with _conf_lock():
         opencas_conf.update_file(CONF.os_brick_cas.opencas_conf,
                                  remove=row)
+
+
+#: the [caches] extra fields os-brick-cas writes, and their allowed values
+_CACHE_EXTRA = {
+    'cache_line_size': tuple(str(size) for size in
+                             host_layout_params.LINE_SIZES_KIB),
+    'cleaning_policy': host_layout_params.CLEANING_POLICIES,
+    'promotion_policy': host_layout_params.PROMOTION_POLICIES,
+    'lazy_startup': ('true',),
+}
+
+
+def _cache_row(row: list) -> opencas_conf.CacheRow:
+    cache_id, device, mode, extra = row
+    fields = []
+    for key, value in extra:
+        if value not in _CACHE_EXTRA.get(key, ()):
+            raise exception.InvalidInput(
+                what='opencas.conf field %s' % key, value=value,
+                reason='not a field os-brick-cas writes')
+        fields.append((key, value))
+    return opencas_conf.CacheRow(validation.cache_id(cache_id),
+                                 validation.cache_device(device),
+                                 validation.cache_mode(mode).value,
+                                 tuple(fields))
+
+
+@privileged.default.entrypoint
+def record_caches(rows: list[list]) -> bool:
+    """Write these ``[caches]`` rows (id, device, mode, [(key, value)]).
+
+    Every [cores] row and other cache ids' rows stay as they are. Returns
+    whether the file changed.
+    """
+    caches = [_cache_row(list(row)) for row in rows]
+    with _conf_lock():
+        return opencas_conf.update_caches_file(
+            CONF.os_brick_cas.opencas_conf, caches)
 
 
 @privileged.default.entrypoint

@@ -31,6 +31,7 @@ from os_brick_cas.simulator import datatrue
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import ioclass
+from os_brick_cas.simulator import params as sim_params
 from os_brick_cas.simulator import releases
 from os_brick_cas.simulator import state as state_mod
 from os_brick_cas.simulator import stats as stats_mod
@@ -614,7 +615,9 @@ def start_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     metadata.pop(device, None)
     state['caches'][str(cache_id)] = {
         'device': device, 'mode': args.get('cache-mode', 'wt'),
-        'status': 'Running', 'size_blocks': 2621440, 'cores': {}}
+        'status': 'Running', 'size_blocks': 2621440, 'cores': {},
+        'line_size_kib': int(args.get('cache-line-size', 4)),
+        'params': sim_params.defaults()}
     if datatrue.enabled(state):
         datatrue.discard(args['_state_dir'], cache_id)
     return Reply(0, 'Successfully added cache instance %d\n' % cache_id)
@@ -869,6 +872,8 @@ LOCKED = {'add-core': add_core, 'try-add': try_add,
 
 def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
     verb = 'unknown'
+    if sim_params.handles(argv):
+        return sim_params.run(state_dir, argv)
     try:
         verb, args = parse(argv)
         args['_state_dir'] = state_dir

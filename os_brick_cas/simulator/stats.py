@@ -216,9 +216,12 @@ def cache_csv(cache_id: int, cache: dict[str, Any],
         'Inactive Core Devices': str(sum(
             1 for c in cores if c['status'] == 'Inactive')),
         'Write Policy': cache['mode'],
-        'Cleaning Policy': cache.get('cleaning', 'alru'),
-        'Promotion Policy': 'always', 'Prefetch Policy': 'none',
-        'Cache line size [KiB]': '4',
+        'Cleaning Policy': cache.get('params', {}).get(
+            'cleaning', {}).get('policy', 'alru'),
+        'Promotion Policy': cache.get('params', {}).get(
+            'promotion', {}).get('policy', 'always'),
+        'Prefetch Policy': 'none',
+        'Cache line size [KiB]': str(cache.get('line_size_kib', 4)),
         'Metadata Memory Footprint [MiB]': '145.2',
         'Status': cache['status'],
     }

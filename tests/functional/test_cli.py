@@ -164,10 +164,13 @@ class DoctorTestCase(CliTestCase):
         self.assertEqual(0, code, lines)
         self.assertTrue(lines[0].startswith('host '), lines[0])
         # owners need Cinder credentials: not checked, and said so
-        [skip] = [line for line in lines if not line.startswith('OK ')][1:-1]
+        # and the host layout is optional: none here, said so
+        skip, layout = [line for line in lines
+                        if not line.startswith('OK ')][1:-1]
         self.assertTrue(skip.startswith('SKIP owners: not checked: no Cinder '
                                         'credentials'), skip)
-        self.assertEqual('all checks that ran passed; 1 not checked (SKIP)',
+        self.assertTrue(layout.startswith('SKIP no host layout at '), layout)
+        self.assertEqual('all checks that ran passed; 2 not checked (SKIP)',
                          lines[-1])
         for found in ('OK   kernel module rbd is loaded',
                       'OK   kernel module cas_cache is loaded',
@@ -259,7 +262,7 @@ class DoctorTestCase(CliTestCase):
             ['casadm', 'kernel', 'kernel-modules', 'rootwrap-filter',
              'udev-rule', 'state-path', 'configuration', 'cache-instances',
              'stopped-caches', 'persistence', 'cores', 'drain',
-             'fallback-policy', 'owners', 'drift'],
+             'fallback-policy', 'owners', 'host-layout', 'drift'],
             list(dict.fromkeys(f['check'] for f in doc['findings'])))
 
     def test_new_host_checks_fail_with_what_to_do(self):

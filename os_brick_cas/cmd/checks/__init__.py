@@ -50,6 +50,7 @@ EXIT_CODES = {OK: upgradecheck.Code.SUCCESS.value,
 MODULES = ['os_brick_cas.cmd.checks.host',
            'os_brick_cas.cmd.checks.instances',
            'os_brick_cas.cmd.checks.owners',
+           'os_brick_cas.cmd.checks.hostprep',
            'os_brick_cas.cmd.checks.lifecycle']
 
 

@@ -1,0 +1,336 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``os-brick-cas host plan|apply|check``: the host's cache instances.
+
+``plan`` prints what ``apply`` would do and what the layout costs in RAM;
+``apply`` starts or reconfigures instances (never with ``--force``) and
+writes their opencas.conf rows, and changes nothing the second time;
+``check`` reports every way the live host differs from the layout.
+Exit codes: 0 nothing to report, 1 drift or warnings, 2 refused/failed.
+"""
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from oslo_config import cfg
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import releases
+from os_brick_cas import exception
+from os_brick_cas import host_layout
+from os_brick_cas import host_layout_sizing as sizing
+from os_brick_cas import hostprep
+from os_brick_cas import hostprep_boot
+from os_brick_cas import hostprep_drain
+from os_brick_cas import opts
+
+CONF = cfg.CONF
+SOURCE = ('Open CAS system requirements as reported in the os-brick-cas '
+          'admin guide, "Sizing"')
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        'host', help='plan, apply or check the cache instances of this host '
+                     'against the host layout ([os_brick_cas] host_layout)')
+    verbs = parser.add_subparsers(dest='host_command', required=True)
+    for verb, func, text in (
+            ('plan', run_plan, 'print what apply would do and the RAM the '
+                               'layout needs'),
+            ('apply', run_apply, 'start or reconfigure instances and write '
+                                 'opencas.conf')):
+        sub = verbs.add_parser(verb, help=text)
+        sub.add_argument('--load-existing', action='store_true',
+                         help='load an instance whose metadata a device '
+                              'holds (casadm -S -d DEV -l) instead of '
+                              'refusing')
+        sub.set_defaults(func=func)
+    check = verbs.add_parser('check', help='report how the host differs '
+                                           'from the layout')
+    check.add_argument('--measure-flush', action='store_true',
+                       help='flush each wb/wo instance once (nothing is '
+                            'dropped) and record its flush rate')
+    check.set_defaults(func=run_check)
+
+
+def _load() -> host_layout.HostLayout:
+    return host_layout.load(CONF[opts.GROUP].host_layout)
+
+
+def _ram_lines(state: hostprep.HostState) -> list[str]:
+    lines = []
+    for item in state.instances:
+        layout = item.layout
+        if item.size_bytes is None:
+            lines.append('  instance %d: size of %s unknown (not found '
+                         'under %s): RAM not estimated' % (
+                             layout.cache_id, layout.device,
+                             CONF[opts.GROUP].host_root))
+            continue
+        lines.append('  instance %d (%s, %d KiB lines): %s cache, %s of '
+                     'metadata in RAM and on the device (%.3f %%)' % (
+                         layout.cache_id, layout.mode.value,
+                         layout.line_size_kib,
+                         sizing.human(item.size_bytes),
+                         sizing.human(item.metadata_bytes),
+                         100 * sizing.metadata_fraction(
+                             layout.line_size_kib)))
+    total = sizing.host_ram_bytes([hostprep.ram_needed(state)])
+    lines.append('  Open CAS needs about %s of RAM: 1 GiB + the metadata '
+                 'above (%s; estimates, a running instance shows its own '
+                 '"Metadata Memory Footprint" in casadm -P)' % (
+                     sizing.human(total), SOURCE))
+    try:
+        memory = sizing.meminfo(CONF[opts.GROUP].host_root)
+    except OSError as exc:
+        lines.append('  host memory unknown: %s' % exc)
+    else:
+        lines.append('  host: MemTotal %s, MemAvailable %s%s' % (
+            sizing.human(memory.get('MemTotal', 0)),
+            sizing.human(memory.get('MemAvailable', 0)),
+            '' if total <= memory.get('MemTotal', 0) else
+            ' - THE LAYOUT NEEDS MORE RAM THAN THE HOST HAS'))
+    lines.append('  nova.conf [DEFAULT] reserved_host_memory_mb = %d '
+                 "(nova's default %d + Open CAS's %d MiB)" % (
+                     sizing.reserved_host_memory_mb(total),
+                     sizing.NOVA_RESERVED_DEFAULT_MB,
+                     sizing.reserved_host_memory_mb(total, 0)))
+    return lines
+
+
+def _header(state: hostprep.HostState) -> str:
+    return 'Host layout %s; casadm %s' % (state.layout.path,
+                                          state.cli_version or 'unknown')
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    casadm = casadm_mod.Casadm()
+    try:
+        layout = _load()
+        state = hostprep.survey(casadm, layout,
+                                load_existing=args.load_existing)
+    except exception.CasError as exc:
+        print('os-brick-cas host plan: %s' % exc, file=sys.stderr)
+        return 2
+    print(_header(state))
+    for item in state.instances:
+        print('instance %d (%s) on %s: %s' % (
+            item.layout.cache_id, item.layout.mode.value, item.layout.device,
+            'running' if item.running else 'not running'))
+        for action in item.actions:
+            print('  would %s' % action.summary)
+        if item.refusal:
+            print('  REFUSED: %s' % item.refusal)
+        elif not item.actions:
+            print('  matches the layout')
+    for cache in state.unlisted:
+        print('instance %d (%s) on %s runs but is not in the layout: left '
+              'alone' % (cache.cache_id, cache.mode, cache.device))
+    changes = hostprep.conf_would_change(layout,
+                                         CONF[opts.GROUP].opencas_conf)
+    print('%s: %s' % (CONF[opts.GROUP].opencas_conf, {
+        True: 'would write the [caches] rows of the layout',
+        False: 'its [caches] rows match the layout',
+        None: 'cannot be read'}[changes]))
+    print('Memory:')
+    print('\n'.join(_ram_lines(state)))
+    predictions = hostprep_drain.predict(casadm, state)
+    if predictions:
+        print('Drain time (wb/wo):')
+        for prediction in predictions:
+            print('  %s' % prediction)
+    return 2 if state.refusals else 0
+
+
+def _refuse(state: hostprep.HostState) -> int:
+    for refusal in state.refusals:
+        print('REFUSED %s' % refusal, file=sys.stderr)
+    print('Nothing was changed.', file=sys.stderr)
+    return 2
+
+
+def _ram_refusal(state: hostprep.HostState) -> str:
+    """Why the new instances do not fit in this host's memory, or ''."""
+    new = hostprep.ram_needed(state, only_new=True)
+    if not new:
+        return ''
+    try:
+        available = sizing.meminfo(
+            CONF[opts.GROUP].host_root).get('MemAvailable')
+    except OSError:
+        return ''
+    if available is None or new <= available:
+        return ''
+    return ('the instances to start need about %s of RAM for their '
+            'metadata and the host has %s available (Open CAS then fails '
+            'with "Not enough free RAM"); use a larger cache line size or '
+            'smaller devices (see "os-brick-cas host plan")' % (
+                sizing.human(new), sizing.human(available)))
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    casadm = casadm_mod.Casadm()
+    try:
+        layout = _load()
+        state = hostprep.survey(casadm, layout,
+                                load_existing=args.load_existing)
+        if state.refusals:
+            return _refuse(state)
+        too_big = _ram_refusal(state)
+        if too_big:
+            print('REFUSED: %s. Nothing was changed.' % too_big,
+                  file=sys.stderr)
+            return 2
+        done = []
+        loads = [a for a in state.actions if a.kind == 'load']
+        for action in loads:
+            action.run(casadm)
+            done.append(action)
+        if loads:
+            state = hostprep.survey(casadm, layout)
+            if state.refusals:
+                for action in done:
+                    print('changed %s' % action)
+                return _refuse(state)
+        for action in state.actions:
+            action.run(casadm)
+            done.append(action)
+        conf_changed = hostprep.write_conf(layout)
+    except exception.CasError as exc:
+        for action in done:
+            print('changed %s' % action)
+        print('os-brick-cas host apply: %s' % exc, file=sys.stderr)
+        print('Stopped there.' if done else 'Nothing was changed.',
+              file=sys.stderr)
+        return 2
+    for action in done:
+        print('changed %s' % action)
+    if conf_changed:
+        print('changed %s: wrote the [caches] rows of instance(s) %s' % (
+            CONF[opts.GROUP].opencas_conf,
+            ', '.join(str(i.cache_id) for i in layout.instances)))
+    if not done and not conf_changed:
+        print('nothing to change: the host matches %s' % layout.path)
+        return 0
+    left = hostprep.survey(casadm, layout)
+    if left.actions or left.refusals:
+        for item in left.actions:
+            print('WARN still differs after apply: %s' % item)
+        return 1
+    print('the host matches %s now' % layout.path)
+    return 0
+
+
+def check_findings(casadm: casadm_mod.Casadm,
+                   layout: host_layout.HostLayout
+                   ) -> list[tuple[str, str]]:
+    """(level, message) for every difference between host and layout."""
+    state = hostprep.survey(casadm, layout)
+    findings = [('FAIL', refusal) for refusal in state.refusals]
+    for item in state.instances:
+        cache_id = item.layout.cache_id
+        if item.running is None and not item.refusal:
+            findings.append(('WARN', 'instance %d (%s) is not running: run '
+                                     '"os-brick-cas host apply"' % (
+                                         cache_id, item.layout.mode.value)))
+        for drift in item.drifts:
+            findings.append(('WARN', '%s (changed by hand? "os-brick-cas '
+                                     'host apply" sets it back)' % drift))
+        if item.running is not None and not item.drifts and (
+                not item.refusal):
+            findings.append(('OK', 'instance %d (%s) matches the host layout'
+                             % (cache_id, item.layout.mode.value)))
+    for cache in state.unlisted:
+        findings.append(('WARN', 'instance %d (%s) runs but is not in the '
+                                 'host layout %s' % (cache.cache_id,
+                                                     cache.mode, layout.path)))
+    if hostprep.conf_would_change(layout, CONF[opts.GROUP].opencas_conf):
+        findings.append(('WARN', "%s's [caches] rows differ from the layout "
+                                 '(a reboot would start other instances): '
+                                 'run "os-brick-cas host apply"' %
+                                 CONF[opts.GROUP].opencas_conf))
+    findings += hostprep_drain.budget_findings(
+        hostprep_drain.predict(casadm, state),
+        hostprep_drain.nova_budgets())
+    return findings
+
+
+def run_check(args: argparse.Namespace) -> int:
+    casadm = casadm_mod.Casadm()
+    try:
+        layout = _load()
+        if args.measure_flush:
+            for instance in layout.instances:
+                if not instance.mode.holds_dirty_data:
+                    continue
+                try:
+                    figure = hostprep_drain.measure_flush(
+                        casadm, instance.cache_id)
+                except exception.CasError as exc:
+                    print('WARN instance %d: flush not measured: %s' % (
+                        instance.cache_id, exc))
+                    continue
+                print('OK   instance %d flushed %s in %.1f s: %.1f MiB/s '
+                      '(recorded)' % (instance.cache_id,
+                                      sizing.human(figure['dirty_bytes']),
+                                      figure['seconds'],
+                                      figure['rate_mib_s']))
+        findings = check_findings(casadm, layout)
+    except exception.CasError as exc:
+        print('FAIL %s' % exc)
+        return 2
+    for level, message in findings:
+        print('%-4s %s' % (level, message))
+    levels = {level for level, _ in findings}
+    return 2 if 'FAIL' in levels else 1 if 'WARN' in levels else 0
+
+
+def doctor_findings(casadm: casadm_mod.Casadm,
+                    conf: cfg.ConfigOpts = CONF) -> list[tuple[str, str]]:
+    """doctor's host checks: boot order, then the host layout if any."""
+    findings = same_release_line(casadm) + hostprep_boot.findings(conf)
+    path = conf[opts.GROUP].host_layout
+    if not os.path.exists(path):
+        return findings + [('SKIP', 'no host layout at %s: instances '
+                                    'not compared with one (see '
+                                    '"os-brick-cas host plan")' % path)]
+    try:
+        return findings + check_findings(casadm, host_layout.load(path))
+    except exception.CasError as exc:
+        return findings + [('FAIL', 'host layout: %s' % exc)]
+
+
+def same_release_line(casadm: casadm_mod.Casadm) -> list[tuple[str, str]]:
+    """FAIL when casadm and the loaded module are of different releases.
+
+    casadm talks to the module through ioctls of its own release; a
+    casadm built for another line (e.g. in a container image) may
+    misread or misapply them.
+    """
+    try:
+        versions = casadm.version()
+    except exception.CasError:
+        return []
+    cli = versions.get('CAS CLI Utility', '')
+    module = versions.get('CAS Cache Kernel Module', '')
+    cli_line, module_line = (releases.major_minor(cli),
+                             releases.major_minor(module))
+    if cli_line is None or module_line is None or cli_line == module_line:
+        return []
+    return [('FAIL', 'casadm %s and the cas_cache module %s are of '
+                     'different Open CAS releases: install casadm of the '
+                     "module's release (in a container: rebuild the image "
+                     'with deploy/kolla/template-overrides.j2 set to it).'
+             % (cli, module))]

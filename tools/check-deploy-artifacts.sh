@@ -1,0 +1,88 @@
+#!/bin/bash
+# Checks the deployment artefacts under deploy/ with the tools themselves:
+# - deploy/kolla/template-overrides.j2 rendered by kolla's own
+#   "kolla-build --template-only" (kolla from PyPI, the release matching the
+#   nova/cinder this tree is tested with) for an Ubuntu and a Rocky base:
+#   casadm is built from the Open CAS release the devstack plugin uses,
+#   os-brick-cas is installed into nova-compute, cinder-volume and
+#   cinder-api, each image ends as its own user;
+# - the YAML files parse and are yamllint-clean.
+# Uses its own virtualenv (DEPLOY_VENV, default outside the tree, where
+# flake8 does not look): kolla pins versions that must not reach the
+# product's .venv. About 25 s once the venv exists (about 1 min more to
+# create it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KOLLA_VERSION=${KOLLA_VERSION:-23.0.0}   # OpenStack 2026.2: nova 34, cinder 29
+VENV=${DEPLOY_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/os-brick-cas/venv-kolla-$KOLLA_VERSION}
+if [ ! -x "$VENV/bin/kolla-build" ] || ! "$VENV/bin/python" -c \
+        "import importlib.metadata as m, sys; sys.exit(m.version('kolla') != '$KOLLA_VERSION')"; then
+    mkdir -p "$(dirname "$VENV")"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q "kolla==$KOLLA_VERSION" docker yamllint
+fi
+"$VENV/bin/python" -c 'import yamllint' 2>/dev/null ||
+    "$VENV/bin/pip" install -q yamllint
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# the Open CAS release the images build casadm from = the devstack plugin's
+# host module release (one Open CAS line per cloud)
+# shellcheck disable=SC2016  # a literal ${...} of devstack/settings
+devstack_release=$(sed -n 's/^OPEN_CAS_BRANCH=\${OPEN_CAS_BRANCH:-v\(.*\)}$/\1/p' devstack/settings)
+template_release=$(sed -n "s/^{% set os_brick_cas_open_cas_version = '\(.*\)' %}$/\1/p" \
+    deploy/kolla/template-overrides.j2)
+if [ -z "$template_release" ] || [ "$template_release" != "$devstack_release" ]; then
+    fail "kolla template builds casadm $template_release, devstack uses $devstack_release"
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for base in ubuntu rocky; do
+    "$VENV/bin/kolla-build" --template-only --work-dir "$work/$base" \
+        --base "$base" --config-file deploy/kolla/kolla-build.conf \
+        --template-override deploy/kolla/template-overrides.j2 \
+        nova-compute cinder-volume cinder-api > "$work/$base.log" 2>&1 ||
+        { cat "$work/$base.log"; fail "kolla-build --template-only ($base)"; }
+    for image in nova/nova-compute cinder/cinder-volume cinder/cinder-api; do
+        file=$work/$base/docker/$image/Dockerfile
+        [ -f "$file" ] || fail "$base: no $image Dockerfile rendered"
+        grep -q 'python3 -m pip --no-cache-dir install --upgrade -c /requirements/upper-constraints.txt /additions/os-brick-cas' "$file" ||
+            fail "$base $image: os-brick-cas is not installed"
+        # an empty line inside a RUN continuation breaks newer builders
+        if awk 'prev ~ /\\$/ && $0 ~ /^[ \t]*$/ {bad=1} {prev=$0} END {exit !bad}' "$file"; then
+            fail "$base $image: empty line inside a RUN continuation"
+        fi
+    done
+    for pair in nova/nova-compute:nova cinder/cinder-volume:cinder; do
+        file=$work/$base/docker/${pair%%:*}/Dockerfile
+        if ! grep -q "open-cas-linux-v$template_release.tar.xz" "$file" ||
+                ! grep -q 'install -m 0755 /tmp/open-cas/casadm/casadm /usr/sbin/casadm' "$file"; then
+            fail "$base ${pair%%:*}: casadm is not built"
+        fi
+        last_user=$(grep '^USER ' "$file" | tail -n 1)
+        [ "$last_user" = "USER ${pair##*:}" ] ||
+            fail "$base ${pair%%:*}: ends as '$last_user'"
+    done
+    echo "kolla $KOLLA_VERSION $base: nova-compute, cinder-volume, cinder-api render"
+done
+
+yaml_files=(deploy/openstack-ansible/*.yml deploy/kolla/*.yml etc/host-layout.yaml.sample)
+"$VENV/bin/yamllint" --strict -d '{extends: default, rules: {line-length: {max: 100}, document-start: disable}}' \
+    "${yaml_files[@]}" || fail "yamllint"
+"$VENV/bin/python" - "${yaml_files[@]}" <<'PY' || fail "YAML does not parse as expected"
+import sys
+import yaml
+for path in sys.argv[1:]:
+    with open(path) as handle:
+        data = yaml.safe_load(handle)
+    assert isinstance(data, dict) and data, path
+osa = yaml.safe_load(open('deploy/openstack-ansible/user_variables_os_brick_cas.yml'))
+for key in ('nova_user_pip_packages', 'cinder_user_pip_packages',
+            'openstack_host_specific_kernel_modules',
+            'openstack_host_extra_distro_packages',
+            'nova_nova_conf_overrides', 'cinder_cinder_conf_overrides'):
+    assert osa.get(key), key
+assert osa['nova_nova_conf_overrides']['os_brick_cas']['cache_instances']
+print('YAML: %d files parse' % len(sys.argv[1:]))
+PY
+echo "deploy artefacts OK"
