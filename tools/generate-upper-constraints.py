@@ -52,7 +52,7 @@ SELF = canonicalize_name('os-brick-cas')
 #: OpenStack release -> its release date and the service versions it is
 #: tested with (the newest PyPI patch release of each series). Everything
 #: else is resolved as PyPI offered it on the release date, as OpenStack's
-#: own constraints froze it then, except :data:`BRANCHLESS`.
+#: own constraints froze it then, except :data:`TODAYS`.
 RELEASES = {
     '2025.1': {'date': '2025-04-02',
                'pins': {'nova': '31.3.1', 'cinder': '26.3.0',
@@ -69,8 +69,11 @@ RELEASES = {
 }
 CURRENT = '2026.2'
 #: taken at the version tools/upper-constraints.txt tests for every
-#: release: tempest is branchless, mfusepy (simulator) is not OpenStack's
-BRANCHLESS = ['tempest', 'mfusepy']
+#: release: tempest is branchless, mfusepy (simulator) is not OpenStack's,
+#: and cursive's older releases need elliptic curves that the cryptography
+#: PyPI serves without an upload date (so the date does not hold it back)
+#: no longer has
+TODAYS = ['tempest', 'mfusepy', 'cursive']
 #: caps every release shares (see test-requirements.txt): SQLAlchemy 2.1's
 #: deprecations are errors under nova's warnings fixture
 CAPS = ['SQLAlchemy<2.1']
@@ -140,7 +143,7 @@ def resolved(release: str) -> dict[str, str]:
     info = RELEASES[release]
     pins = dict(info['pins'])
     pins.update((name, pinned(OUTPUT)[canonicalize_name(name)])
-                for name in BRANCHLESS)
+                for name in TODAYS)
     with tempfile.TemporaryDirectory() as tmp:
         pip('download', '-q', '--no-deps', '-d', tmp,
             *('%s==%s' % item for item in pins.items()))
