@@ -69,11 +69,12 @@ RELEASES = {
 }
 CURRENT = '2026.2'
 #: taken at the version tools/upper-constraints.txt tests for every
-#: release: tempest is branchless, mfusepy (simulator) is not OpenStack's,
-#: and cursive's older releases need elliptic curves that the cryptography
-#: PyPI serves without an upload date (so the date does not hold it back)
-#: no longer has
-TODAYS = ['tempest', 'mfusepy', 'cursive']
+#: release: tempest is branchless, mfusepy (simulator) is not OpenStack's;
+#: PyPI serves some files without an upload date, which the date does not
+#: hold back: cursive's older releases need elliptic curves today's
+#: cryptography no longer has, and setuptools 81+ lacks the pkg_resources
+#: older pbr imports
+TODAYS = ['tempest', 'mfusepy', 'cursive', 'setuptools']
 #: caps every release shares (see test-requirements.txt): SQLAlchemy 2.1's
 #: deprecations are errors under nova's warnings fixture
 CAPS = ['SQLAlchemy<2.1']
