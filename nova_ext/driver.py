@@ -41,6 +41,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from nova_ext import compat
 from nova_ext import opts
 from nova_ext import volume as cached_volume
 from os_brick_cas import cache as cas_cache
@@ -53,6 +54,7 @@ CONF = cfg.CONF
 TRAIT_PREFIX = 'CUSTOM_OPENCAS_'
 
 #: nova methods overridden here, with the parameters this code relies on
+#: in the newest release (nova_ext.compat.signatures: the older ones)
 OVERRIDDEN = {
     '_get_volume_driver': ['self', 'connection_info'],
     'check_can_live_migrate_source': ['self', 'context', 'instance',
@@ -89,7 +91,7 @@ class IncompatibleNova(RuntimeError):
 def check_nova_compatibility(base=libvirt_driver.LibvirtDriver) -> None:
     """Fail fast if *base* lacks a method (or parameter) we override."""
     problems = []
-    for name, params in OVERRIDDEN.items():
+    for name, params in compat.signatures(OVERRIDDEN).items():
         method = getattr(base, name, None)
         if method is None:
             problems.append('%s is missing' % name)
