@@ -34,6 +34,7 @@ RELEASES = {
     '2026.2': {'nova': (34,), 'cinder': (29,), 'os-brick': (7, 1)},
 }
 OLDEST = next(iter(RELEASES))
+NEWEST = list(RELEASES)[-1]
 
 
 def _numbers(text: str) -> tuple[int, ...]:
