@@ -49,3 +49,24 @@ class ReleaseOfTestCase(testtools.TestCase):
     def test_installed_os_brick_is_supported(self):
         self.assertIsNotNone(compat.OS_BRICK_RELEASE,
                              importlib.metadata.version('os-brick'))
+
+
+class ReleaseConstraintsTestCase(testtools.TestCase):
+    """Each release's constraints pin its own services and our requirements."""
+
+    def test_each_release_pins_its_series_and_every_requirement(self):
+        from tests.unit import test_packaging
+        tool = test_packaging._constraints_tool()
+        self.assertEqual(list(compat.RELEASES), list(tool.RELEASES))
+        wanted = {tool.canonicalize_name(req.name)
+                  for req in tool.requirements()}
+        for release, series in compat.RELEASES.items():
+            pins = {tool.canonicalize_name(name): version for name, version
+                    in tool.pinned(tool.output_for(release)).items()}
+            self.assertEqual(set(), wanted - set(pins), release)
+            for dist, numbers in series.items():
+                self.assertEqual(release, compat.release_of(dist, pins[dist]),
+                                 '%s pins %s %s' % (release, dist,
+                                                    pins[dist]))
+                self.assertEqual(tool.RELEASES[release]['pins'][dist],
+                                 pins[dist], release)
