@@ -29,6 +29,7 @@ from keystoneauth1 import session as ks_session
 
 from cinder_ext import extra_specs
 from os_brick_cas.cmd import args as args_mod
+from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import modes
 
@@ -134,10 +135,11 @@ def fence_show(args: argparse.Namespace) -> int:
 
 def fence_clear(args: argparse.Namespace) -> int:
     client = fence.FenceClient(cinder())
-    host = client.get(args.volume)
-    if not host:
+    owner = client.owner(args.volume)
+    if not owner:
         print('volume %s is not fenced; nothing to do' % args.volume)
         return 0
+    host = owner.host
     if not args.host_lost:
         print('volume %s is fenced by host %s, whose Open CAS cache may hold '
               'writes that Ceph does not have. Detach it cleanly on %s. Only '
@@ -145,10 +147,24 @@ def fence_clear(args: argparse.Namespace) -> int:
               'rerun with --host-lost.' % (args.volume, host, host),
               file=sys.stderr)
         return 1
-    client.clear(args.volume, lost=True)
+    # only the owner shown above is declared lost, not one that took the
+    # marker over meanwhile
+    if not _cleared(client, args.volume, owner, lost=True):
+        return 1
     print('fence of volume %s (host %s) cleared; writes cached only on %s '
           'are lost' % (args.volume, host, host))
     return 0
+
+
+def _cleared(client: fence.FenceClient, volume_id: str,
+             owner: fence.Owner, lost: bool = False) -> bool:
+    """Clear the marker if it still names *owner*; say so otherwise."""
+    try:
+        client.clear(volume_id, lost=lost, expect=owner)
+    except exception.FenceConflict as exc:
+        print('refused: %s' % exc, file=sys.stderr)
+        return False
+    return True
 
 
 def discard(args: argparse.Namespace) -> int:
@@ -177,8 +193,8 @@ def recover(args: argparse.Namespace) -> int:
         return 1
     code = recover_mod.recover(args.volume, owner.epoch, args.rbd_user,
                                sys.stdout, casadm_mod.Casadm())
-    if code == 0:
-        client.clear(args.volume)
+    if code == 0 and not _cleared(client, args.volume, owner):
+        return 1
     return code
 
 

@@ -37,7 +37,9 @@ RULES = [
         description='Set the os-brick-cas fence marker of a volume (the '
                     'compute host whose cache may hold writes Ceph does not '
                     'have). nova-compute sets it when it attaches a '
-                    'write-back or write-only cached volume.',
+                    'write-back or write-only cached volume. The guards '
+                    'read the marker for every request, a user\'s too; '
+                    'only this rule lets a request change it.',
         operations=[{'method': 'POST',
                      'path': _ACTION_PATH + ' (os-brick-cas-set-fence)'}],
         scope_types=['project']),
@@ -54,8 +56,11 @@ RULES = [
     policy.DocumentedRuleDefault(
         name=SHOW,
         check_str=ADMIN_OR_SERVICE,
-        description='See the os-brick-cas:fence and os-brick-cas:fence-epoch '
-                    'attributes in volume show and detail responses.',
+        description='See the os-brick-cas:fence, os-brick-cas:fence-epoch, '
+                    'os-brick-cas:fence-drained and os-brick-cas:fence-lost '
+                    'attributes in volume show and detail responses '
+                    '(nova-compute and the os-brick-cas CLI read the marker '
+                    'there).',
         operations=[{'method': 'GET', 'path': '/volumes/{volume_id}'},
                     {'method': 'GET', 'path': '/volumes/detail'}],
         scope_types=['project']),

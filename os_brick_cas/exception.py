@@ -272,3 +272,22 @@ class CasadmTooOld(CasadmCommandFailed):
                "whose per-core flush is '-F -i I -j J'; older ones use -E). "
                "Nothing was changed. Upgrade Open CAS; 'os-brick-cas doctor' "
                "checks the release.")
+
+
+class FenceConflict(CasError):
+    """The fence marker was not what a compare-and-swap change expected.
+
+    Cinder changed nothing. *current* is the record Cinder holds now
+    (an ``os_brick_cas.fence.Owner``, or None: no marker).
+    """
+
+    message = ("The fence marker of volume %(volume)s was not changed: the "
+               "change expected %(expected)s, but Cinder holds "
+               "%(current_label)s (another host, nova-compute or an "
+               "operator changed it meanwhile). Read it again "
+               "('os-brick-cas fence-show %(volume)s') and retry only if "
+               "the change still applies.")
+
+    def __init__(self, message=None, current=None, **kwargs):
+        self.current = current
+        super().__init__(message, **kwargs)

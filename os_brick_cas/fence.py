@@ -17,13 +17,23 @@ that Ceph does not have yet. It lives in the volume's admin metadata,
 written through the cinder_ext API extension (admin only), so a volume's
 owner cannot clear it. Callers build the cinderclient with admin
 credentials (nova's [cinder] section on a compute host).
+
+A change can be a compare-and-swap: with ``expect`` (the Owner the caller
+read, or None for "no marker") Cinder changes the marker only if it still
+holds that record, and answers 409 otherwise (:class:`FenceConflict
+<os_brick_cas.exception.FenceConflict>`, carrying what it holds), so two
+racing writers cannot both win. Without it (``UNSET``) the change is
+unconditional, as before.
 """
 
 import dataclasses
-from typing import Any, Optional
+import enum
+from typing import Any, Literal, Optional, Union
 
+from cinderclient import exceptions as cinder_exceptions
 from oslo_log import log as logging
 
+from os_brick_cas import exception
 from os_brick_cas import ownership
 
 LOG = logging.getLogger(__name__)
@@ -34,6 +44,8 @@ ATTRIBUTE = 'os-brick-cas:fence'
 EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
 LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
 DRAINED_ATTRIBUTE = 'os-brick-cas:fence-drained'
+#: how many times :meth:`FenceClient.take` reads again after a conflict
+TAKE_ATTEMPTS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +62,56 @@ class Owner:
     host: str
     epoch: Optional[str] = None
     drained: bool = False
+
+    def label(self) -> str:
+        """E.g. ``host cmp1, attachment A, drained`` (for messages)."""
+        return 'host %s, attachment %s%s' % (
+            self.host, self.epoch or '(not recorded)',
+            ', drained' if self.drained else '')
+
+
+class _Unset(enum.Enum):
+    UNSET = 'UNSET'
+
+    def __repr__(self) -> str:
+        return 'UNSET'
+
+
+#: ``expect=UNSET``: change the marker whatever it is now (the behaviour
+#: before compare-and-swap; what older callers get)
+UNSET = _Unset.UNSET
+#: what a compare-and-swap change expects: an owner, None (no marker) or
+#: UNSET (no condition)
+Expected = Union[Optional[Owner], Literal[_Unset.UNSET]]
+
+
+def describe(owner: Optional[Owner]) -> str:
+    """*owner* for a message; None is "no marker"."""
+    return 'the marker naming ' + owner.label() if owner else 'no marker'
+
+
+def _wire(expect: Optional[Owner]) -> Optional[dict[str, Any]]:
+    """*expect* as the API's ``expect`` object (None: no marker)."""
+    if expect is None:
+        return None
+    return {'host': expect.host, 'epoch': expect.epoch,
+            'drained': expect.drained}
+
+
+def _owner_from_wire(record: Any) -> Optional[Owner]:
+    """The ``current`` record of a 409 body as an Owner (None: none)."""
+    if record is None or not record.get('host'):
+        return None
+    return Owner(record['host'], record.get('epoch') or None,
+                 bool(record.get('drained')))
+
+
+def _conflict_record(body: Any) -> tuple[bool, Optional[Owner]]:
+    """(whether a 409 *body* is the extension's CAS refusal, its record)."""
+    try:
+        return True, _owner_from_wire(body['conflict']['current'])
+    except (AttributeError, KeyError, TypeError):
+        return False, None
 
 
 class FenceClient(object):
@@ -89,19 +151,45 @@ class FenceClient(object):
                 lost.append(Owner(lost_host, epoch or None))
         return owner, lost
 
+    def _action(self, action: str, volume_id: str, body: dict[str, Any],
+                expect: Expected) -> None:
+        """POST *action*; with *expect*, only if the marker is that.
+
+        :raises exception.FenceConflict: Cinder holds another record.
+        """
+        if expect is not UNSET:
+            body['expect'] = _wire(expect)
+        # cinderclient has no class for 409 and drops the body: read it
+        http = self.cinder.client
+        response, answer = http.post('/volumes/%s/action' % volume_id,
+                                     body={action: body}, raise_exc=False)
+        if response.status_code < 400:
+            return
+        ours, current = _conflict_record(answer)
+        if response.status_code == 409 and ours:
+            raise exception.FenceConflict(
+                volume=volume_id, expected=describe(expect),
+                current_label=describe(current), current=current)
+        raise cinder_exceptions.from_response(response, answer)
+
     def set(self, volume_id: str, host: str,
-            epoch: Optional[str] = None, drained: bool = False) -> None:
+            epoch: Optional[str] = None, drained: bool = False,
+            expect: Expected = UNSET) -> None:
         """Record that *host* (attachment *epoch*) may hold unsaved writes.
 
         With *drained* (needs *epoch*): it holds none and cannot get any
-        until it sets the marker again without it.
+        until it sets the marker again without it. With *expect* (an
+        Owner, or None for "no marker"), Cinder changes the marker only
+        if that is what it holds (compare-and-swap).
+
+        :raises exception.FenceConflict: *expect* is not what Cinder holds.
         """
         body: dict[str, Any] = {'host': host}
         if epoch:
             body['epoch'] = epoch
         if drained:
             body['drained'] = True
-        self.cinder.volumes._action(SET_ACTION, volume_id, body)
+        self._action(SET_ACTION, volume_id, body, expect)
         LOG.info('Fence marker of volume %(vol)s set to host %(host)s '
                  '(attachment %(epoch)s%(drained)s)',
                  {'vol': volume_id, 'host': host, 'epoch': epoch,
@@ -114,24 +202,47 @@ class FenceClient(object):
 
         Called before a drained core may get dirty again. With *retake*
         the caller knows the other host never ran the guest and the marker
-        is set anyway. Returns the other owner that kept the marker, or
-        None once it names *host*.
+        is set anyway; otherwise the change is a compare-and-swap on the
+        marker read (read again, up to TAKE_ATTEMPTS times, if it changed
+        meanwhile). Returns the other owner that kept the marker, or None
+        once it names *host*.
+
+        :raises exception.FenceConflict: it kept changing meanwhile.
         """
-        if not retake:
+        drained = drained and bool(epoch)
+        if retake:
+            self.set(volume_id, host, epoch, drained=drained)
+            return None
+        # compare-and-swap on what was read: a marker another host set
+        # meanwhile is read again, never overwritten
+        attempt = 1
+        while True:
             owner = self.owner(volume_id)
             if owner is not None and owner.host != host:
                 return owner
-        self.set(volume_id, host, epoch, drained=drained and bool(epoch))
-        return None
+            try:
+                self.set(volume_id, host, epoch, drained=drained,
+                         expect=owner)
+                return None
+            except exception.FenceConflict:
+                if attempt >= TAKE_ATTEMPTS:
+                    raise
+                attempt += 1
+                LOG.info('Fence marker of volume %s changed while host %s '
+                         'took it; reading it again', volume_id, host)
 
-    def clear(self, volume_id: str, lost: bool = False) -> None:
+    def clear(self, volume_id: str, lost: bool = False,
+              expect: Expected = UNSET) -> None:
         """Drop the marker (after a clean detach, or knowingly).
 
         With *lost*, Cinder records the cleared owner as lost: only then
-        may that host's stale cached data be discarded.
+        may that host's stale cached data be discarded. With *expect*,
+        only if the marker is that (see :meth:`set`).
+
+        :raises exception.FenceConflict: *expect* is not what Cinder holds.
         """
-        self.cinder.volumes._action(CLEAR_ACTION, volume_id,
-                                    {'lost': True} if lost else {})
+        self._action(CLEAR_ACTION, volume_id,
+                     {'lost': True} if lost else {}, expect)
         LOG.info('Fence marker of volume %s cleared%s', volume_id,
                  ' (owner declared lost)' if lost else '')
 

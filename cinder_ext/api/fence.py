@@ -24,7 +24,19 @@ oslo.policy (:mod:`cinder_ext.policies`, default: admin or service role),
 overridable in cinder's policy file. The same extension refuses snapshots
 and backups of attached write-back volumes, and retype/migration/unmanage
 of fenced volumes, synchronously (400) at the API
-(:mod:`cinder_ext.api.sync_guards`). Enable it in cinder.conf::
+(:mod:`cinder_ext.api.sync_guards`).
+
+A change is a compare-and-swap when the body names the record the caller
+read, ``'expect': {'host': ..., 'epoch': ... or null, 'drained': ...}``
+(``null``: no marker): if the marker is another, nothing changes and the
+answer is 409 with ``{'conflict': {'message': ..., 'current': <record or
+null>}}``, as cinder's conditional_update does for a volume's status.
+Without ``expect`` the change is unconditional (older compute hosts). The
+read, compare and write hold a per-volume lock of cinder's coordination
+backend (``[coordination] backend_url``): its default, file locks under
+cinder's state_path, serialises the workers of one node; active/active
+cinder-api nodes need a shared backend (etcd, redis), as cinder itself
+needs for active/active. Enable the extension in cinder.conf::
 
     [DEFAULT]
     osapi_volume_extension = cinder.api.contrib.standard_extensions
@@ -32,13 +44,16 @@ of fenced volumes, synchronously (400) at the API
 """
 
 import re
+from typing import Any, Callable
 
 from cinder.api import extensions
 from cinder.api.openstack import wsgi
+from cinder import coordination
 from cinder.db import api as db
 from cinder import exception
 from cinder import policy as cinder_policy
 from cinder import volume as cinder_volume
+from oslo_log import log as logging
 import webob
 
 from cinder_ext.api import sync_guards
@@ -53,6 +68,47 @@ LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
 DRAINED_ATTRIBUTE = 'os-brick-cas:fence-drained'
 _HOST = re.compile(r'^[A-Za-z0-9_.:@-]{1,255}$')
 _EPOCH = re.compile(r'^[A-Za-z0-9-]{1,64}$')
+#: tooz lock of one volume's marker (cinder's coordination backend)
+LOCK_NAME = 'os-brick-cas-fence-%s'
+#: seconds a change waits for that lock (held for milliseconds per change)
+LOCK_TIMEOUT = 10
+#: no ``expect`` in the request: change the marker whatever it is
+UNCONDITIONAL = object()
+_EXPECT_KEYS = {'host', 'epoch', 'drained'}
+
+LOG = logging.getLogger(__name__)
+
+
+def _expected(params: dict) -> Any:
+    """The record ``expect`` names: UNCONDITIONAL, None or a record.
+
+    ``null``, or a record whose host is null (and epoch null, drained
+    false), means "no marker". Anything else malformed is a 400.
+    """
+    if 'expect' not in params:
+        return UNCONDITIONAL
+    expect = params['expect']
+    if expect is None:
+        return None
+    host = epoch = drained = object()   # invalid unless given
+    if isinstance(expect, dict) and set(expect) == _EXPECT_KEYS:
+        host, epoch, drained = (expect['host'], expect['epoch'],
+                                expect['drained'])
+    valid = (isinstance(drained, bool) and
+             (epoch is None or (isinstance(epoch, str) and
+                                _EPOCH.fullmatch(epoch) is not None)) and
+             (host is None or (isinstance(host, str) and
+                               _HOST.fullmatch(host) is not None)) and
+             not (drained and epoch is None) and
+             not (host is None and (epoch is not None or drained)))
+    if not valid:
+        raise webob.exc.HTTPBadRequest(
+            explanation="'expect' is null (no marker) or {'host': <compute "
+                        "host name>, 'epoch': <attachment id> or null, "
+                        "'drained': true|false}: the marker the caller "
+                        "read, as volume show returns it")
+    return None if host is None else {'host': host, 'epoch': epoch,
+                                      'drained': drained}
 
 
 class FenceController(wsgi.Controller):
@@ -85,7 +141,7 @@ class FenceController(wsgi.Controller):
     @wsgi.action(SET_ACTION)
     def _set_fence(self, req, id, body):
         context = self._admin_context(req, policies.SET)
-        params = body.get(SET_ACTION) or {}
+        params = self._params(body, SET_ACTION)
         host = params.get('host')
         epoch = params.get('epoch', '')
         drained = params.get('drained', False)
@@ -96,63 +152,112 @@ class FenceController(wsgi.Controller):
             raise webob.exc.HTTPBadRequest(
                 explanation="'%s' needs {'host': <compute host name>[, "
                             "'epoch': <attachment id>[, 'drained': "
-                            "true|false]]}" % SET_ACTION)
-        try:
-            # the policy allowed it on any volume (service users act in
-            # their own project)
-            volume = self.volume_api.get(context.elevated(), id)
-        except exception.VolumeNotFound as exc:
-            raise webob.exc.HTTPNotFound(explanation=exc.msg)
-        self.volume_api.update_volume_admin_metadata(
-            context.elevated(), volume, {guards.FENCE_KEY: host,
-                                         guards.FENCE_EPOCH_KEY: epoch})
-        if drained:
-            # that attachment's host flushed the volume and keeps it from
-            # getting dirty: another host may take the marker over
-            self.volume_api.update_volume_admin_metadata(
-                context.elevated(), volume, {guards.FENCE_DRAINED_KEY: epoch})
-        else:
-            self._delete_keys(context, id, guards.FENCE_DRAINED_KEY)
-        return webob.Response(status_int=202)
+                            "true|false]][, 'expect': ...]}" % SET_ACTION)
 
-    @staticmethod
-    def _delete_keys(context, volume_id: str, *keys: str) -> None:
-        for key in keys:
-            try:
-                db.volume_admin_metadata_delete(context.elevated(),
-                                                volume_id, key)
-            except exception.VolumeAdminMetadataNotFound:
-                pass
+        def change(admin, marker: guards.Marker) -> None:
+            # the drained flag goes first: a reader between the two
+            # writes sees the stronger "not drained"
+            if not drained:
+                self._delete_keys(admin, id, guards.FENCE_DRAINED_KEY)
+            keys = {guards.FENCE_KEY: host, guards.FENCE_EPOCH_KEY: epoch}
+            if drained:
+                # that attachment's host flushed the volume and keeps it
+                # from getting dirty: another host may take the marker over
+                keys[guards.FENCE_DRAINED_KEY] = epoch
+            db.volume_admin_metadata_update(admin, id, keys, False)
+
+        return self._swap(context, id, _expected(params), change)
 
     @wsgi.action(CLEAR_ACTION)
     def _clear_fence(self, req, id, body):
         context = self._admin_context(req, policies.CLEAR)
-        lost = (body.get(CLEAR_ACTION) or {}).get('lost', False)
+        params = self._params(body, CLEAR_ACTION)
+        lost = params.get('lost', False)
         if not isinstance(lost, bool):
             raise webob.exc.HTTPBadRequest(
-                explanation="'%s' takes {'lost': true|false}" % CLEAR_ACTION)
+                explanation="'%s' takes {'lost': true|false[, 'expect': "
+                            "...]}" % CLEAR_ACTION)
+
+        def change(admin, marker: guards.Marker) -> None:
+            if lost and marker.host:
+                # what os-brick-cas discard checks before dropping that
+                # host's stale cached data of this volume
+                db.volume_admin_metadata_update(admin, id, {
+                    guards.FENCE_LOST_KEY: marker.lost_with_owner()}, False)
+            # the host goes last: no reader sees a weaker marker first
+            self._delete_keys(admin, id, guards.FENCE_DRAINED_KEY,
+                              guards.FENCE_EPOCH_KEY, guards.FENCE_KEY)
+
+        return self._swap(context, id, _expected(params), change)
+
+    @staticmethod
+    def _params(body: Any, action: str) -> dict:
+        params = (body or {}).get(action) or {}
+        if not isinstance(params, dict):
+            raise webob.exc.HTTPBadRequest(
+                explanation="'%s' takes an object" % action)
+        return params
+
+    @staticmethod
+    def _delete_keys(admin, volume_id: str, *keys: str) -> None:
+        for key in keys:
+            try:
+                db.volume_admin_metadata_delete(admin, volume_id, key)
+            except exception.VolumeAdminMetadataNotFound:
+                pass
+
+    def _swap(self, context, volume_id: str, expected: Any,
+              change: Callable[[Any, guards.Marker], None]
+              ) -> webob.Response:
+        """Run *change* if the marker is *expected* (compare-and-swap).
+
+        Under a per-volume lock of cinder's coordination backend (tooz):
+        every cinder-api worker and node that shares the backend reads,
+        compares and writes in turn, so of two writers that expect the
+        same record, one wins and the other gets 409. The writes are one
+        database transaction. 503 if the lock is not had within
+        LOCK_TIMEOUT seconds.
+        """
+        admin = context.elevated()
         try:
-            volume = self.volume_api.get(context.elevated(), id)
+            # the policy allowed it on any volume (service users act in
+            # their own project)
+            volume = self.volume_api.get(admin, volume_id)
         except exception.VolumeNotFound as exc:
             raise webob.exc.HTTPNotFound(explanation=exc.msg)
-        host = guards.fence_host(volume)
-        if lost and host:
-            # what os-brick-cas discard checks before dropping that
-            # host's stale cached data of this volume
-            self.volume_api.update_volume_admin_metadata(
-                context.elevated(), volume, {guards.FENCE_LOST_KEY: (
-                    guards.with_lost(volume, host,
-                                     guards.fence_epoch(volume)))})
-        self._delete_keys(context, id, guards.FENCE_KEY,
-                          guards.FENCE_EPOCH_KEY, guards.FENCE_DRAINED_KEY)
+        lock = coordination.COORDINATOR.get_lock(LOCK_NAME % volume.id)
+        if not lock.acquire(blocking=LOCK_TIMEOUT):
+            raise webob.exc.HTTPServiceUnavailable(explanation=(
+                'The os-brick-cas fence marker of volume %s is being '
+                'changed by another request (or cinder\'s coordination '
+                'backend does not answer); nothing was changed. Retry.'
+                % volume_id))
+        try:
+            # read under the lock, from the database
+            marker = guards.read_marker(volume)
+            if expected is not UNCONDITIONAL and marker.record() != expected:
+                LOG.info('Fence marker of volume %(vol)s not changed: '
+                         'expected %(expected)s, holds %(current)s',
+                         {'vol': volume_id, 'expected': expected,
+                          'current': marker.record()})
+                return webob.Response(status_int=409, json_body={
+                    'conflict': {
+                        'message': 'The os-brick-cas fence marker of volume '
+                                   '%s is not the one expected; nothing was '
+                                   'changed.' % volume_id,
+                        'current': marker.record()}})
+            with db.main_context_manager.writer.using(admin):
+                change(admin, marker)
+        finally:
+            lock.release()
         return webob.Response(status_int=202)
 
     def _add_attribute(self, req, resp_volume):
-        db_volume = req.get_db_volume(resp_volume['id'])
-        resp_volume[ATTRIBUTE] = guards.fence_host(db_volume)
-        resp_volume[EPOCH_ATTRIBUTE] = guards.fence_epoch(db_volume)
-        resp_volume[LOST_ATTRIBUTE] = ','.join(guards.fence_lost(db_volume))
-        resp_volume[DRAINED_ATTRIBUTE] = guards.fence_drained(db_volume)
+        marker = guards.read_marker(req.get_db_volume(resp_volume['id']))
+        resp_volume[ATTRIBUTE] = marker.host
+        resp_volume[EPOCH_ATTRIBUTE] = marker.epoch
+        resp_volume[LOST_ATTRIBUTE] = ','.join(marker.lost)
+        resp_volume[DRAINED_ATTRIBUTE] = marker.drained_epoch
 
     @wsgi.extends
     def show(self, req, resp_obj, id):

@@ -95,7 +95,7 @@ class FencedVolumeGuardController(wsgi.Controller):
             volume = self.volume_api.get(context, volume_id)
         except exception.VolumeNotFound:
             return  # cinder's own controller answers 404
-        host = guards.fence_host(volume)
+        host = guards.read_marker(volume).host
         if host:
             raise webob.exc.HTTPBadRequest(explanation=(
                 'cannot %(op)s volume %(vol)s: host %(host)s may hold its '

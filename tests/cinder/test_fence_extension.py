@@ -54,8 +54,8 @@ class FenceExtensionTestCase(test.TestCase):
                          self.admin_metadata()[guards.FENCE_KEY])
         # the driver sees it on the volume object cinder hands it
         volume = objects.Volume.get_by_id(self.admin, self.volume.id)
-        self.assertEqual('compute-1', guards.fence_host(volume))
-        self.assertEqual('att-1', guards.fence_epoch(volume))
+        self.assertEqual('compute-1', guards.read_marker(volume).host)
+        self.assertEqual('att-1', guards.read_marker(volume).epoch)
         self.controller._clear_fence(self.request(), self.volume.id,
                                      {fence.CLEAR_ACTION: {}})
         self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
@@ -125,8 +125,8 @@ class FenceExtensionTestCase(test.TestCase):
                 self.request(), self.volume.id,
                 {fence.CLEAR_ACTION: {'lost': True}})
         volume = objects.Volume.get_by_id(self.admin, self.volume.id)
-        self.assertEqual(['compute-1/att-1', 'compute-1/att-2'],
-                         guards.fence_lost(volume))
+        self.assertEqual(('compute-1/att-1', 'compute-1/att-2'),
+                         guards.read_marker(volume).lost)
         # a clean detach's clear records nothing
         self.controller._set_fence(
             self.request(), self.volume.id,
@@ -134,7 +134,7 @@ class FenceExtensionTestCase(test.TestCase):
         self.controller._clear_fence(self.request(), self.volume.id,
                                      {fence.CLEAR_ACTION: {}})
         volume = objects.Volume.get_by_id(self.admin, self.volume.id)
-        self.assertEqual(2, len(guards.fence_lost(volume)))
+        self.assertEqual(2, len(guards.read_marker(volume).lost))
         self.assertRaises(webob.exc.HTTPBadRequest,
                           self.controller._clear_fence, self.request(),
                           self.volume.id, {fence.CLEAR_ACTION: {

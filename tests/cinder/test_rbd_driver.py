@@ -13,6 +13,7 @@
 """cinder_ext's RBD driver on cinder's own test base (rados/rbd mocked)."""
 
 from unittest import mock
+import uuid
 
 from cinder import context
 from cinder import exception
@@ -20,6 +21,7 @@ from cinder import objects
 from cinder.tests.unit import fake_snapshot
 from cinder.tests.unit import fake_volume
 from cinder.tests.unit import test
+from cinder.tests.unit import utils
 from cinder.tests.unit.volume.drivers import test_rbd
 from cinder.volume.drivers import rbd as cinder_rbd
 import ddt
@@ -69,14 +71,15 @@ class CachedRBDDriverTestCase(test.TestCase):
         self.addCleanup(mons.stop)
 
     def volume(self, extra_specs=None, status='available',
-               admin_metadata=None):
-        volume_type = fake_volume.fake_volume_type_obj(
-            self.context, extra_specs=extra_specs or {})
-        volume = fake_volume.fake_volume_obj(
-            self.context, volume_type_id=volume_type.id, status=status)
-        volume.volume_type = volume_type
-        volume.admin_metadata = admin_metadata or {}
-        return volume
+               admin_metadata=None, ctxt=None):
+        """A volume in cinder's database, as *ctxt* loads it."""
+        volume_type = utils.create_volume_type(
+            self.context, name='type-%s' % uuid.uuid4(),
+            extra_specs=extra_specs or {})
+        volume = utils.create_volume(
+            self.context, status=status, volume_type_id=volume_type.id,
+            admin_metadata=admin_metadata)
+        return objects.Volume.get_by_id(ctxt or self.context, volume.id)
 
     @ddt.data('wt', 'wb', 'wa', 'wo', 'pt')
     def test_connection_info_per_mode(self, mode):

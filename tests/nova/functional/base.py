@@ -82,9 +82,26 @@ class FakeFenceCinder(object):
                            'os-brick-cas:fence-drained':
                                self.drained.get(volume_id)}}
 
+    def _record(self, volume_id: str) -> Optional[dict]:
+        """The marker as cinder_ext's ``expect``/``current`` object."""
+        if not self.fences.get(volume_id):
+            return None
+        epoch = self.epochs.get(volume_id) or None
+        return {'host': self.fences[volume_id], 'epoch': epoch,
+                'drained': bool(epoch and
+                                self.drained.get(volume_id) == epoch)}
+
     def _action(self, request, context):
         volume_id = request.path.split('/')[-2]
         body = request.json()
+        params = next(iter(body.values())) or {}
+        if ('expect' in params and
+                params['expect'] != self._record(volume_id)):
+            # cinder_ext's compare-and-swap refusal
+            context.status_code = 409
+            return json.dumps({'conflict': {
+                'message': 'fence marker changed',
+                'current': self._record(volume_id)}})
         if 'os-brick-cas-set-fence' in body:
             params = body['os-brick-cas-set-fence']
             self.fences[volume_id] = params['host']

@@ -98,9 +98,28 @@ class AdminCommandsTestCase(testtools.TestCase):
         self.assertFalse(action.called)
         self.assertEqual(0, self.run_cli('fence-clear', VOLUME,
                                          '--host-lost'))
-        # cinder records the cleared owner as lost (what discard checks)
-        self.assertEqual({'os-brick-cas-clear-fence': {'lost': True}},
-                         action.last_request.json())
+        # cinder records the cleared owner as lost (what discard checks),
+        # only if the marker still names the host shown
+        expected = {'os-brick-cas-clear-fence': {
+            'lost': True, 'expect': {'host': 'compute-3', 'epoch': None,
+                                     'drained': False}}}
+        self.assertEqual(expected, action.last_request.json())
+
+    def test_fence_clear_does_not_declare_a_new_owner_lost(self):
+        """Another host took the marker over after it was read."""
+        self.http.get(ENDPOINT + '/volumes/' + VOLUME, json={'volume': {
+            'id': VOLUME, 'os-brick-cas:fence': 'compute-3',
+            'os-brick-cas:fence-epoch': 'att-3'}})
+        self.http.post(ENDPOINT + '/volumes/%s/action' % VOLUME,
+                       status_code=409, json={'conflict': {
+                           'message': 'changed', 'current': {
+                               'host': 'compute-4', 'epoch': 'att-4',
+                               'drained': False}}})
+        self.assertEqual(1, self.run_cli('fence-clear', VOLUME,
+                                         '--host-lost'))
+        self.assertIn('Cinder holds the marker naming host compute-4',
+                      self.err.getvalue())
+        self.assertNotIn('cleared', self.out.getvalue())
 
     def test_refused_mode_is_not_sent(self):
         with mock.patch.object(admin, 'type_specs',
