@@ -83,6 +83,8 @@ class UserContextTestCase(test.TestCase):
 
     def driver(self):
         rados = mock.MagicMock()
+        # librados answers a str (cinder 26, 2025.1, decodes it)
+        rados.Rados.return_value.get_fsid.return_value = str(uuid.uuid4())
         driver = rbd.CachedRBDDriver(
             execute=mock.Mock(return_value=('', '')),
             configuration=test_rbd.RBDTestCase._make_configuration(),
