@@ -43,6 +43,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 from oslo_utils import excutils
 
+from nova_ext import compat
 from nova_ext import opts
 from nova_ext import volume as cached_volume
 from os_brick_cas import cache as cas_cache
@@ -56,6 +57,7 @@ CONF = cfg.CONF
 TRAIT_PREFIX = 'CUSTOM_OPENCAS_'
 
 #: nova methods overridden here, with the parameters this code relies on
+#: in the newest release (nova_ext.compat.signatures: the older ones)
 OVERRIDDEN = {
     '_get_volume_driver': ['self', 'connection_info'],
     'init_host': ['self', 'host'],
@@ -93,7 +95,7 @@ class IncompatibleNova(RuntimeError):
 def check_nova_compatibility(base=libvirt_driver.LibvirtDriver) -> None:
     """Fail fast if *base* lacks a method (or parameter) we override."""
     problems = []
-    for name, params in OVERRIDDEN.items():
+    for name, params in compat.signatures(OVERRIDDEN).items():
         method = getattr(base, name, None)
         if method is None:
             problems.append('%s is missing' % name)

@@ -30,6 +30,7 @@ from nova.virt.libvirt.volume import volume as libvirt_volume
 from oslo_log import log as logging
 from oslo_utils import excutils
 
+from nova_ext import compat
 from nova_ext import fence
 from nova_ext import opts
 from os_brick_cas import connector as cas_connector
@@ -102,7 +103,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         conf.source_type = 'block'
         conf.source_path = path
         # as nova's other block-device volume drivers (iscsi, fc) do
-        if not CONF.libvirt.use_default_aio_mode_for_volumes:
+        if compat.block_volume_aio_native():
             conf.driver_io = 'native'
         return conf
 

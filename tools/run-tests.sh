@@ -3,14 +3,17 @@
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
 # Suites: pep8 unit functional nova cinder upstream ceph tempest devstack
-#         deploy docs releasenotes prometheus. Each runs even if an earlier
-# one failed; the exit status is non-zero if any failed. Needs root for the
-# system packages (Ceph, fio, rbd-fuse, shellcheck, promtool) and for the
-# /dev entries the host simulator creates.
+#         deploy docs releasenotes prometheus (on the newest OpenStack
+#         release, 2026.2), release-2025.1 release-2026.1 (unit, nova,
+#         cinder and upstream in .venv-<release> on that release's nova,
+#         cinder and os-brick).
+# Each runs even if an earlier one failed; the exit status is non-zero if
+# any failed. Needs root for the system packages (Ceph, fio, rbd-fuse,
+# shellcheck, promtool) and for the /dev entries the host simulator creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack deploy
-     docs releasenotes prometheus)
+     docs releasenotes prometheus release-2025.1 release-2026.1)
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
@@ -44,8 +47,30 @@ present() {
         deploy) [ -x tools/check-deploy-artifacts.sh ] ;;
         docs) [ -x tools/build-docs.sh ] ;;
         releasenotes) [ -x tools/build-releasenotes.sh ] ;;
+        release-*) [ -f "tools/upper-constraints-${1#release-}.txt" ] ;;
         *) return 0 ;;
     esac
+}
+
+# unit, nova, cinder and upstream against one older OpenStack release, in
+# its own venv (its constraints file pins that release's services)
+release_suite() {
+    local venv=".venv-$1" rc=0
+    VENV=$venv UPPER_CONSTRAINTS_FILE="tools/upper-constraints-$1.txt" \
+        tools/setup-env.sh || return 1
+    (
+        export PATH="$PWD/$venv/bin:$PATH"
+        for tier in unit nova cinder; do
+            echo "--- $tier on OpenStack $1 ---"
+            case $tier in
+                nova) stestr_run tests/nova --concurrency 1 ;;
+                *) stestr_run "tests/$tier" ;;
+            esac || { echo "$tier FAILED on $1"; rc=1; }
+        done
+        echo "--- upstream on OpenStack $1 ---"
+        tools/run-upstream-suites.sh || rc=1
+        exit $rc
+    )
 }
 
 suite() {
@@ -84,6 +109,7 @@ suite() {
                     OS_BRICK_CAS_REQUIRE_PROMTOOL=1 stestr_run \
                         tests/functional --concurrency 1 \
                         'test_metrics\..*promtool' ;;
+        release-*) release_suite "${1#release-}" ;;
         *) echo "unknown suite $1 (known: ${ALL[*]})"; return 2 ;;
     esac
 }

@@ -57,6 +57,7 @@ from oslo_log import log as logging
 import webob
 
 from cinder_ext.api import sync_guards
+from cinder_ext import compat
 from cinder_ext import guards
 from cinder_ext import policies
 
@@ -246,7 +247,7 @@ class FenceController(wsgi.Controller):
                                    '%s is not the one expected; nothing was '
                                    'changed.' % volume_id,
                         'current': marker.record()}})
-            with db.main_context_manager.writer.using(admin):
+            with compat.main_context_manager().writer.using(admin):
                 change(admin, marker)
         finally:
             lock.release()

@@ -26,6 +26,7 @@ import webob
 from cinder_ext.api import fence
 from cinder_ext import guards
 from cinder_ext import policies
+from tests.cinder import compat as cinder_test_compat
 
 
 class FenceExtensionTestCase(test.TestCase):
@@ -91,9 +92,9 @@ class FenceExtensionTestCase(test.TestCase):
                               self.volume.id, {fence.SET_ACTION: bad})
 
     def request_as(self, roles, admin=False):
-        return fakes.HTTPRequest.blank(
+        return cinder_test_compat.request(
             '/v3/%s/volumes/%s/action' % (fakes.FAKE_UUID, self.volume.id),
-            use_admin_context=admin, roles=roles)
+            roles, admin)
 
     def set_and_clear(self, req):
         self.controller._set_fence(req, self.volume.id,

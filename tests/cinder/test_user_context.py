@@ -30,7 +30,6 @@ from cinder import context
 from cinder.db import api as db
 from cinder import exception
 from cinder import objects
-from cinder.tests.unit.api import fakes
 from cinder.tests.unit import fake_constants as fake
 from cinder.tests.unit import test
 from cinder.tests.unit import utils
@@ -45,6 +44,7 @@ from cinder_ext.api import fence
 from cinder_ext.api import sync_guards
 from cinder_ext import guards
 from cinder_ext import rbd
+from tests.cinder import compat as cinder_test_compat
 
 WB = {'cacheable': '<is> True', 'cas:cache_mode': 'wb'}
 
@@ -78,12 +78,13 @@ class UserContextTestCase(test.TestCase):
         return volume
 
     def user_request(self, path='volumes', roles=('member', 'reader')):
-        return fakes.HTTPRequest.blank(
-            '/v3/%s/%s' % (fake.PROJECT_ID, path), use_admin_context=False,
-            roles=list(roles))
+        return cinder_test_compat.request(
+            '/v3/%s/%s' % (fake.PROJECT_ID, path), list(roles))
 
     def driver(self):
         rados = mock.MagicMock()
+        # librados answers a str (cinder 26, 2025.1, decodes it)
+        rados.Rados.return_value.get_fsid.return_value = str(uuid.uuid4())
         driver = rbd.CachedRBDDriver(
             execute=mock.Mock(return_value=('', '')),
             configuration=test_rbd.RBDTestCase._make_configuration(),

@@ -19,6 +19,7 @@ from oslo_config import generator
 import testtools
 
 from nova_ext import opts as nova_opts
+from os_brick_cas import compat as cas_compat
 from os_brick_cas import opts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -30,6 +31,11 @@ SAMPLES = {'os-brick-cas.conf': 'os-brick-cas.conf.sample',
 class ConfigSampleTestCase(testtools.TestCase):
 
     def test_samples_are_in_sync(self):
+        if cas_compat.OS_BRICK_RELEASE != cas_compat.NEWEST:
+            # the privsep options come from the installed oslo.privsep,
+            # which is older there (no log_daemon_traceback in 2025.1)
+            self.skipTest('samples are generated on OpenStack %s'
+                          % cas_compat.NEWEST)
         tmp = self.useFixture(fixtures.TempDir()).path
         for config, sample in SAMPLES.items():
             output = os.path.join(tmp, sample)

@@ -9,9 +9,13 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Compare an upstream run's failing tests with expected_differences.csv.
+"""Compare an upstream run's failing tests with the expected differences.
 
 Usage: python -m tests.upstream.check PART < failing-test-ids
+
+Each supported release has its own list: expected_differences.csv for the
+newest, expected_differences-<release>.csv for an older one, chosen by the
+installed distribution the part tests (os-brick, cinder or nova).
 
 Exits non-zero on a failure not in the list AND on a listed difference
 that no longer fails (delete its row), so the list stays honest.
@@ -22,12 +26,25 @@ import os
 import re
 import sys
 
-LIST = os.path.join(os.path.dirname(__file__), 'expected_differences.csv')
+from os_brick_cas import compat
+
+HERE = os.path.dirname(__file__)
+LIST = os.path.join(HERE, 'expected_differences.csv')
+#: part -> the distribution whose release picks the list
+DISTRIBUTION = {'brick': 'os-brick', 'cinder': 'cinder', 'nova': 'nova'}
+
+
+def list_for(part: str) -> str:
+    """The expected-difference list of the release installed for *part*."""
+    release = compat.release_of(DISTRIBUTION[part])
+    if release == compat.NEWEST:
+        return LIST
+    return os.path.join(HERE, 'expected_differences-%s.csv' % release)
 
 
 def expected(part: str) -> list:
     """(regex, status, reason) rows of one part."""
-    with open(LIST, newline='') as f:
+    with open(list_for(part), newline='') as f:
         rows = [r for r in csv.DictReader(
             line for line in f if not line.startswith('#'))]
     return [(re.compile(r['test_id_regex'] + r'\Z'), r['status'],
@@ -50,7 +67,7 @@ def main(part: str) -> int:
         print('UNEXPECTED FAILURE: %s' % test)
     for pattern in stale:
         print('NO LONGER FAILS (delete its row in %s): %s'
-              % (os.path.basename(LIST), pattern[:-2]))
+              % (os.path.basename(list_for(part)), pattern[:-2]))
     return 1 if unexpected or stale else 0
 
 

@@ -34,7 +34,6 @@ from nova import context as nova_context
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
-from nova.tests.functional.libvirt import base
 import os_brick.privileged
 from oslo_serialization import jsonutils
 import requests_mock
@@ -49,6 +48,7 @@ from os_brick_cas import rbd_names
 from os_brick_cas.simulator import fixture as sim_fixture
 from os_brick_cas.simulator import state as sim_state
 from tests.functional import fake_cinder
+from tests.nova import compat as nova_test_compat
 
 CONF = nova_conf.CONF
 CINDER = 'http://cinder.fake/v3/project'
@@ -126,7 +126,7 @@ class FakeFenceCinder(object):
         return cinder_client.Client('3', session=self.session())
 
 
-class CachedVolumeTestBase(base.ServersTestBase):
+class CachedVolumeTestBase(nova_test_compat.ServersTestBase):
 
     microversion = 'latest'
     #: volume id -> cache mode (None: a plain rbd volume); the Cinder
