@@ -9,7 +9,7 @@
 #         cinder and os-brick).
 # Each runs even if an earlier one failed; the exit status is non-zero if
 # any failed. Needs root for the system packages (Ceph, fio, rbd-fuse,
-# shellcheck, promtool) and for the /dev entries the host simulator creates.
+# the linter, promtool) and for the /dev entries the host simulator creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack deploy
