@@ -2,15 +2,16 @@
 # The whole test suite, as CI runs it:
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
-# Suites: pep8 unit functional nova cinder upstream ceph tempest devstack
-#         docs releasenotes. Each runs even if an earlier one failed; the exit
+# Suites: pep8 unit functional nova cinder upstream ceph kernel tempest
+#         devstack docs releasenotes. kernel boots a qemu guest with real
+#         krbd and Open CAS (tools/run-kernel-tests.sh, ~10 min). Each runs even if an earlier one failed; the exit
 # status is non-zero if any failed. Needs root for the system packages
 # (Ceph, fio, rbd-fuse, shellcheck) and for the /dev entries the host
 # simulator creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack docs
-     releasenotes)
+ALL=(pep8 unit functional nova cinder upstream ceph kernel tempest devstack
+     docs releasenotes)
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
@@ -39,6 +40,7 @@ present() {
         pep8|unit|functional) return 0 ;;
         nova|cinder|ceph) [ -n "$(find "tests/$1" -name 'test_*.py' -print -quit)" ] ;;
         upstream) [ -x tools/run-upstream-suites.sh ] ;;
+        kernel) [ -x tools/run-kernel-tests.sh ] ;;
         tempest) [ -x tools/check-tempest-plugin.sh ] ;;
         devstack) [ -x tools/test-devstack-plugin.sh ] ;;
         docs) [ -x tools/build-docs.sh ] ;;
@@ -68,6 +70,7 @@ suite() {
               echo '--- drain time and 4k write latency, cached vs drained ---'
               cat .ceph-bench-drain.txt ;;
         upstream) tools/run-upstream-suites.sh ;;
+        kernel) tools/run-kernel-tests.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
         docs) tools/build-docs.sh ;;
