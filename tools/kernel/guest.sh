@@ -73,7 +73,13 @@ case "$mode" in
         # modules (default: discover tests/kernel)
         step "running tests/kernel (one process, subunit into stestr)"
         if [ $# -gt 0 ]; then
-            tests=("$@")
+            tests=()
+            for name in "$@"; do
+                case "$name" in
+                    tests.*) tests+=("$name") ;;
+                    *) tests+=("tests.kernel.$name") ;;
+                esac
+            done
         else
             tests=(discover -t "$checkout" -s "$checkout/tests/kernel")
         fi
