@@ -4,8 +4,7 @@
 # real Open CAS kernel module (built from a release tarball), a one-node
 # Ceph in the guest, systemd-udevd with the product's udev rule.
 #   tools/run-kernel-tests.sh                # tests/kernel, all of it
-#   tools/run-kernel-tests.sh REGEX          # only the tests matching REGEX
-#   tools/run-kernel-tests.sh --bench [ARGS] # benchmarks/kernel_bench.py
+#   tools/run-kernel-tests.sh test_drain ... # only these modules / test ids
 #   tools/run-kernel-tests.sh --probe        # set the guest up, run nothing
 # Environment:
 #   OS_BRICK_CAS_OPENCAS_TARBALL  Open CAS release tarball to build (default:
@@ -31,7 +30,6 @@ note() { echo "[kernel $((SECONDS))s] $*"; }
 
 mode=tests
 case "${1:-}" in
-    --bench) mode=bench; shift ;;
     --probe) mode=probe; shift ;;
 esac
 [ "$(id -u)" -eq 0 ] || fail "needs root (apt-get, and it runs qemu)"

@@ -3,8 +3,8 @@
 # tools/run-kernel-tests.sh); never on the host.
 #   guest.sh RESULTS CHECKOUT OPENCAS_ROOT VENV MODE [ARGS...]
 # MODE: tests (tests/kernel in one process, results loaded into stestr;
-# ARGS: test ids or modules instead of all of tests/kernel), bench
-# (benchmarks/kernel_bench.py, ARGS passed on) or probe (set up, no run).
+# ARGS: test ids or modules instead of all of tests/kernel) or probe (set
+# up, run nothing).
 # Sets the guest up as a compute node: Open CAS installed from the staging
 # root (module, casadm, casctl, its udev loader), krbd and brd loaded,
 # systemd-udevd with ceph's and os-brick-cas's rules, a one-node Ceph on
@@ -94,12 +94,6 @@ case "$mode" in
         cat "$results/stats.txt"
         grep -q '^Passed tests: *[1-9]' "$results/stats.txt" || rc=1
         [ $rc -eq 0 ] || "$venv/bin/stestr" failing > "$results/failing.txt" 2>&1
-        ;;
-    bench)
-        step "running benchmarks/kernel_bench.py"
-        "$venv/bin/python" "$checkout/benchmarks/kernel_bench.py" \
-            --out "$results/bench.json" "$@"
-        rc=$?
         ;;
     probe)
         casadm -L; rbd -c "$conf" ls volumes; rc=$? ;;
