@@ -265,6 +265,20 @@ _retry_busy = tenacity.retry(
     reraise=True)
 
 
+#: udev probes a cached device when a writer closes it (blkid, the "watch"
+#: option of the stock block rules): a removal racing that probe is refused
+#: with "Device opens or mount are pending". Retried for about 8 s (7
+#: calls); each refused removal has already flushed, so a retry only
+#: flushes again.
+REMOVE_ATTEMPTS = 7
+_retry_opened = tenacity.retry(
+    retry=tenacity.retry_if_exception_type(exception.DeviceBusy),
+    stop=tenacity.stop_after_attempt(REMOVE_ATTEMPTS),
+    wait=tenacity.wait_exponential(multiplier=0.25, max=2),
+    before_sleep=tenacity.before_sleep_log(LOG, logging.WARNING),
+    reraise=True)
+
+
 def exported_path(cache_id: int, core_id: int) -> str:
     """The cached block device Open CAS exports for a core."""
     return '/dev/cas%d-%d' % (cache_id, core_id)
@@ -371,12 +385,16 @@ class Casadm(object):
                     status='Active',
                     exported=exported_path(cache_id, core_id))
 
+    @_retry_opened
     @_retry_busy
     def remove_core(self, core: Core) -> None:
         """Remove an active core (casadm flushes it first; never forced).
 
         Bounded by flush_timeout; when that runs out the removal's flush
-        is interrupted and the core stays, with its dirty data.
+        is interrupted and the core stays, with its dirty data. A removal
+        refused because the exported device is open is retried for about
+        eight seconds (udev's probe after a writer closes it), then raises
+        DeviceBusy with the core in place.
         """
         timeout = self._flush_timeout
         _check('--remove-core',

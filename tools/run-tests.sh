@@ -2,18 +2,20 @@
 # The whole test suite, as CI runs it:
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
-# Suites: pep8 unit functional nova cinder upstream ceph tempest devstack
-#         deploy docs releasenotes prometheus (on the newest OpenStack
-#         release, 2026.2), release-2025.1 release-2026.1 (unit, nova,
-#         cinder and upstream in .venv-<release> on that release's nova,
-#         cinder and os-brick).
+# Suites: pep8 unit functional nova cinder upstream ceph kernel tempest
+#         devstack deploy docs releasenotes prometheus (on the newest
+#         OpenStack release, 2026.2), release-2025.1 release-2026.1 (unit,
+#         nova, cinder and upstream in .venv-<release> on that release's
+#         nova, cinder and os-brick). kernel boots a qemu guest with real
+#         krbd and Open CAS (tools/run-kernel-tests.sh, ~10 min).
 # Each runs even if an earlier one failed; the exit status is non-zero if
 # any failed. Needs root for the system packages (Ceph, fio, rbd-fuse,
-# the linter, promtool) and for the /dev entries the host simulator creates.
+# the linter, promtool, qemu) and for the /dev entries the host simulator
+# creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-ALL=(pep8 unit functional nova cinder upstream ceph tempest devstack deploy
-     docs releasenotes prometheus release-2025.1 release-2026.1)
+ALL=(pep8 unit functional nova cinder upstream ceph kernel tempest devstack
+     deploy docs releasenotes prometheus release-2025.1 release-2026.1)
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
@@ -42,6 +44,7 @@ present() {
         pep8|unit|functional) return 0 ;;
         nova|cinder|ceph) [ -n "$(find "tests/$1" -name 'test_*.py' -print -quit)" ] ;;
         upstream) [ -x tools/run-upstream-suites.sh ] ;;
+        kernel) [ -x tools/run-kernel-tests.sh ] ;;
         tempest) [ -x tools/check-tempest-plugin.sh ] ;;
         devstack) [ -x tools/test-devstack-plugin.sh ] ;;
         deploy) [ -x tools/check-deploy-artifacts.sh ] ;;
@@ -94,6 +97,7 @@ suite() {
               echo '--- drain time and 4k write latency, cached vs drained ---'
               cat .ceph-bench-drain.txt ;;
         upstream) tools/run-upstream-suites.sh ;;
+        kernel) tools/run-kernel-tests.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
         deploy) tools/check-deploy-artifacts.sh ;;

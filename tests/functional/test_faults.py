@@ -69,10 +69,12 @@ DETACH_FAULTS = {
     'flush-interrupted': ('flush-core', dict(exit_code=2, stderr='Flushing '
                                              'of core interrupted\n'),
                           exception.FlushFailed, 'left in place'),
+    # refused on every retry (casadm.REMOVE_ATTEMPTS): the disk stays open
     'remove-busy': ('remove-core', dict(exit_code=1, stderr='Error while '
                                         'removing core device 1 from cache '
                                         'instance 2\nDevice opens or mount '
-                                        'are pending to this cache\n'),
+                                        'are pending to this cache\n',
+                                        count=7),
                     exception.DeviceBusy, 'detached first'),
     'showmapped': ('showmapped', dict(exit_code=1, stderr='rbd: error\n'),
                    processutils.ProcessExecutionError, 'rbd'),

@@ -121,7 +121,7 @@ class SwapVolumeTestCase(base.CachedVolumeTestBase):
         self.host.inject_fault('remove-core', exit_code=1, stderr=(
             'Error while removing core device %d from cache instance %d\n'
             'Device opens or mount are pending to this cache\n' % (
-                old_core.core_id, old_core.cache_id)))
+                old_core.core_id, old_core.cache_id)), count=7)
         self.admin_api.put_server_volume(self.server['id'], OLD, NEW)
         self._wait_for_volume_attach(self.server['id'], NEW)
         self.assertTrue(self.stored_device_path(

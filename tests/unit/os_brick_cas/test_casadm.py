@@ -178,6 +178,7 @@ class CasadmCallsTestCase(base.TestCase):
                            '4']], self.fake.calls)
 
     def test_remove_busy(self):
+        self.useFixture(fixtures.MockPatch('tenacity.nap.time.sleep'))
         self.fake.reply('--remove-core', (
             1, '', 'Error while removing core device 4 from cache instance '
                    '1\nDevice opens or mount are pending to this cache\n'))
@@ -185,6 +186,8 @@ class CasadmCallsTestCase(base.TestCase):
             exception.DeviceBusy, self.casadm.remove_core,
             casadm.Core(1, 4, '/dev/disk/by-id/x', 'Active', '/dev/cas1-4'))
         self.assertIn('/dev/cas1-4', str(exc))
+        self.assertEqual(casadm.REMOVE_ATTEMPTS,
+                         len(self.fake.argv_of('--remove-core')))
 
     def test_flush_interrupted_is_flush_failed(self):
         self.fake.reply('--flush-cache', (2, '', 'Flushing of core '
@@ -294,6 +297,17 @@ class BusyRetryTestCase(base.TestCase):
         core = casadm.Casadm().add_core(1, '/dev/disk/by-id/rbd-volumes-v')
         self.assertEqual(2, core.core_id)
         self.assertEqual(2, len(self.fake.argv_of('--add-core')))
+
+    def test_remove_refused_by_a_passing_opener_is_retried(self):
+        # udev's blkid probe holds /dev/casX-Y briefly after a writer closes
+        # it (seen on the real-kernel tier: tests/kernel/test_busy.py)
+        replies = [(1, '', 'Error while removing core device 4 from cache '
+                           'instance 1\nDevice opens or mount are pending '
+                           'to this cache\n'), (0, '', '')]
+        self.fake.reply('--remove-core', lambda argv: replies.pop(0))
+        casadm.Casadm().remove_core(casadm.Core(
+            1, 4, '/dev/disk/by-id/x', 'Active', '/dev/cas1-4'))
+        self.assertEqual(2, len(self.fake.argv_of('--remove-core')))
 
     def test_concurrent_flush_retried_then_reported(self):
         self.fake.reply('--flush-cache', (

@@ -1,0 +1,248 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Real-kernel tier: the host library on real krbd and real Open CAS.
+
+These tests run only inside the guest tools/run-kernel-tests.sh boots
+(Debian's kernel under qemu, the Open CAS module built from a release
+tarball, a one-node Ceph on the guest's loopback, systemd-udevd with the
+product's rule and Open CAS's own udev loader). Nothing below the product
+is a stand-in: casadm, cas_cache.ko, krbd, udev, casctl and Ceph are real.
+Privsep entry points run in-process (client mode off, as in the
+functional tier). Cache devices are brd RAM disks (/dev/ramN, which casadm
+accepts without a by-id link): cache instance N runs on /dev/ram(N-1).
+
+Outside the guest every test skips; inside it a missing piece fails.
+"""
+
+import os
+import re
+import subprocess
+import time
+from typing import Any, Optional
+import uuid
+
+import fixtures
+import os_brick.privileged
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+import testtools
+
+from os_brick_cas import casadm
+from os_brick_cas import connector
+from os_brick_cas import opts
+import os_brick_cas.privileged
+from tests.ceph import blockio
+from tests import real_ceph
+
+GUEST = os.environ.get('OS_BRICK_CAS_KERNEL_GUEST') == '1'
+RESULTS = os.environ.get('OS_BRICK_CAS_KERNEL_RESULTS', '')
+CEPH_CONF = os.environ.get('OS_BRICK_CAS_KERNEL_CEPH_CONF', '')
+POOL = real_ceph.POOL
+OPENCAS_CONF = '/etc/opencas/opencas.conf'
+BY_ID = '/dev/disk/by-id'
+MIB = 2 ** 20
+
+
+def run(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run a tool of the guest; never raises on a non-zero exit."""
+    return subprocess.run(list(argv), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def record(name: str, done: subprocess.CompletedProcess) -> None:
+    """Keep casadm's exact output as a golden sample (results/golden/).
+
+    Same format as ../shared/docs/casadm-samples: argv, exit code, stdout,
+    stderr; tools/run-kernel-tests.sh copies them to
+    tests/data/real-casadm/<release>/ with OS_BRICK_CAS_KERNEL_RECORD=1.
+    """
+    if not RESULTS:
+        return
+    directory = os.path.join(RESULTS, 'golden')
+    os.makedirs(directory, exist_ok=True)
+    argv = ['casadm' if os.path.basename(done.args[0]) == 'casadm'
+            else done.args[0]] + list(done.args[1:])
+    with open(os.path.join(directory, name + '.txt'), 'w') as sample:
+        sample.write('$ %s\n--- exit code: %d\n--- stdout:\n%s--- stderr:\n%s'
+                     % (' '.join(argv), done.returncode, done.stdout,
+                        done.stderr))
+
+
+def mon_port() -> str:
+    with open(CEPH_CONF) as conf:
+        return re.search(r'mon host = v1:127\.0\.0\.1:(\d+)',
+                         conf.read()).group(1)
+
+
+class KernelTestCase(testtools.TestCase):
+    """Cache instances on brd, a clean host before and after each test."""
+
+    #: cache id -> mode; instance N runs on /dev/ram(N-1)
+    caches = {1: 'wt', 2: 'wb'}
+    #: background cleaning of every instance ('nop': dirty stays dirty
+    #: until a flush, so "not in Ceph yet" is deterministic)
+    cleaning = 'nop'
+
+    def setUp(self) -> None:
+        super().setUp()
+        if not GUEST:
+            self.skipTest('runs only inside the real-kernel guest '
+                          '(tools/run-kernel-tests.sh)')
+        self.useFixture(fixtures.Timeout(600, gentle=True))
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        # registered first, so it runs last: the host is clean for the next
+        self.addCleanup(self.reset_host)
+        self.reset_host()
+        for cache_id, mode in sorted(self.caches.items()):
+            self.casadm_ok('-S', '-i', str(cache_id), '-d',
+                           '/dev/ram%d' % (cache_id - 1), '-c', mode,
+                           '--force')
+            self.casadm_ok('-X', '-n', 'cleaning', '-i', str(cache_id),
+                           '-p', self.cleaning)
+            self.casadm_ok('-X', '-n', 'seq-cutoff', '-i', str(cache_id),
+                           '-p', 'never')
+        self.write_opencas_conf()
+        self.conf = self.useFixture(config_fixture.Config(cfg.CONF))
+        self.conf.config(group=opts.GROUP, lock_path=self.tmp,
+                         state_path=self.tmp, opencas_conf=OPENCAS_CONF,
+                         flush_timeout=120, casadm_timeout=60,
+                         cache_instances={mode: str(cache_id) for
+                                          cache_id, mode in
+                                          self.caches.items()})
+        for context in (os_brick_cas.privileged.default,
+                        os_brick_cas.privileged.flush,
+                        os_brick.privileged.default):
+            context.set_client_mode(False)
+            self.addCleanup(context.set_client_mode, True)
+        self.connector = connector.CachedRBDConnector(None,
+                                                      do_local_attach=True)
+
+    # -- the guest host ----------------------------------------------------
+    def write_opencas_conf(self) -> None:
+        """[caches] lists every instance, as a compute node's file would."""
+        lines = ['version=19.3.0', '[caches]']
+        lines += ['%d\t/dev/ram%d\t%s' % (cache_id, cache_id - 1,
+                                          mode.upper())
+                  for cache_id, mode in sorted(self.caches.items())]
+        os.makedirs(os.path.dirname(OPENCAS_CONF), exist_ok=True)
+        with open(OPENCAS_CONF, 'w') as conf_file:
+            conf_file.write('\n'.join(lines + ['[cores]']) + '\n')
+
+    def reset_host(self) -> None:
+        """Stop every cache (no flush), unmap every image, drop images."""
+        for cache in self.cache_list():
+            run('casadm', '-T', '-i', str(cache.cache_id), '-n')
+        listed = run('casadm', '-L', '-o', 'csv', '-b').stdout
+        for line in listed.splitlines():
+            fields = line.split(',')
+            if fields[:2] == ['core', '-']:     # a core pool entry
+                run('casadm', '--remove-detached', '-d', fields[2])
+        for entry in sorted(os.listdir('/sys/bus/rbd/devices')):
+            device = '/dev/rbd%s' % entry
+            if run('rbd', 'unmap', device).returncode:
+                run('rbd', 'unmap', '-o', 'force', device)
+        run('udevadm', 'settle', '-t', '30')
+        for name in os.listdir(BY_ID) if os.path.isdir(BY_ID) else []:
+            if name.startswith('rbd-'):
+                os.unlink(os.path.join(BY_ID, name))
+        for image in run('rbd', 'ls', POOL).stdout.split():
+            run('rbd', 'rm', '%s/%s' % (POOL, image))
+        if os.path.exists(OPENCAS_CONF):
+            os.unlink(OPENCAS_CONF)
+
+    def cas(self, *args: str, golden: Optional[str] = None
+            ) -> subprocess.CompletedProcess:
+        done = run('casadm', *args)
+        if golden:
+            record(golden, done)
+        return done
+
+    def casadm_ok(self, *args: str, golden: Optional[str] = None) -> str:
+        done = self.cas(*args, golden=golden)
+        if done.returncode:
+            self.fail('casadm %s failed (%d): %s%s' % (
+                ' '.join(args), done.returncode, done.stdout, done.stderr))
+        return done.stdout
+
+    def cache_list(self) -> list[casadm.CacheInstance]:
+        return casadm.parse_list(run('casadm', '-L', '-o', 'csv',
+                                     '-b').stdout)
+
+    def cores(self) -> list[casadm.Core]:
+        return [core for cache in self.cache_list() for core in cache.cores]
+
+    def dirty(self, core: casadm.Core, golden: Optional[str] = None) -> int:
+        stats = casadm.parse_stats(self.casadm_ok(
+            '-P', '-i', str(core.cache_id), '-j', str(core.core_id),
+            '-o', 'csv', golden=golden))
+        return int(float(stats[casadm.DIRTY_BLOCKS]))
+
+    def mapped_devices(self) -> list[str]:
+        return ['/dev/rbd%s' % entry
+                for entry in sorted(os.listdir('/sys/bus/rbd/devices'))]
+
+    def rbd_links(self) -> list[str]:
+        return sorted(name for name in os.listdir(BY_ID)
+                      if name.startswith('rbd-cas-'))
+
+    def opencas_core_rows(self) -> str:
+        with open(OPENCAS_CONF) as conf_file:
+            return conf_file.read().split('[cores]\n', 1)[1].strip()
+
+    def assert_clean_host(self) -> None:
+        """No core, no mapping, no by-id link, no opencas.conf core row."""
+        run('udevadm', 'settle', '-t', '30')
+        self.assertEqual(([], [], [], ''),
+                         (self.cores(), self.mapped_devices(),
+                          self.rbd_links(), self.opencas_core_rows()))
+
+    # -- Ceph ---------------------------------------------------------------
+    def image(self, label: str, size_mb: int = 64) -> str:
+        name = 'volume-%s-%s' % (label, uuid.uuid4().hex[:6])
+        real_ceph.create_image(CEPH_CONF, name, size_mb * MIB)
+        return name
+
+    def props(self, image: str, mode: Optional[str] = 'wt',
+              **extra: Any) -> dict[str, Any]:
+        data = {'name': '%s/%s' % (POOL, image), 'hosts': ['127.0.0.1'],
+                'ports': [mon_port()], 'auth_username': 'admin',
+                'cluster_name': 'ceph', 'volume_id': image,
+                'auth_enabled': False}
+        if mode is not None:
+            data.update(cacheable=True, cache_mode=mode)
+        data.update(extra)
+        return data
+
+    @staticmethod
+    def in_ceph(image: str, offset: int, length: int) -> str:
+        """sha256 of what librbd reads from the cluster (not via krbd)."""
+        return real_ceph.digest(CEPH_CONF, image, offset, length)
+
+    # -- the guest's disk ------------------------------------------------
+    @staticmethod
+    def write(path: str, offset: int, data: bytes) -> str:
+        """O_DIRECT write through *path*; the data's sha256."""
+        blockio.write_direct(path, offset, data)
+        return blockio.digest(data)
+
+    @staticmethod
+    def read(path: str, offset: int, length: int) -> str:
+        return blockio.digest(blockio.read_direct(path, offset, length))
+
+    @staticmethod
+    def wait_for(predicate, timeout: float = 30, what: str = '') -> None:
+        end = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > end:
+                raise AssertionError('timed out waiting for %s' % what)
+            time.sleep(0.2)

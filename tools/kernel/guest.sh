@@ -1,0 +1,113 @@
+#!/bin/bash
+# Runs INSIDE the real-kernel guest (root, started by vng --exec from
+# tools/run-kernel-tests.sh); never on the host.
+#   guest.sh RESULTS CHECKOUT OPENCAS_ROOT VENV MODE [ARGS...]
+# MODE: tests (tests/kernel in one process, results loaded into stestr;
+# ARGS: test ids or modules instead of all of tests/kernel) or probe (set
+# up, run nothing).
+# Sets the guest up as a compute node: Open CAS installed from the staging
+# root (module, casadm, casctl, its udev loader), krbd and brd loaded,
+# systemd-udevd with ceph's and os-brick-cas's rules, a one-node Ceph on
+# loopback. Writes RESULTS/rc (the run's exit status), RESULTS/guest.log
+# and, for tests, RESULTS/kernel.subunit; RESULTS/reason when the set-up
+# failed. The guest sees the host's / read-only with tmpfs overlays on
+# /etc /lib /usr /var /tmp, so everything installed here is gone at exit.
+set -uo pipefail
+results=$1 checkout=$2 casroot=$3 venv=$4 mode=$5
+shift 5
+exec > >(tee -a "$results/guest.log") 2>&1
+step() { echo "[guest $(cut -d' ' -f1 /proc/uptime)s] $*"; }
+die() {
+    echo "GUEST SET-UP FAILED: $*"
+    echo "$*" > "$results/reason"
+    echo 1 > "$results/rc"
+    exit 1
+}
+kver=$(uname -r)
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PYTHONPATH=$checkout PYTHONDONTWRITEBYTECODE=1
+step "kernel $kver, $(nproc) vCPUs, $(free -m | awk '/Mem:/{print $2}') MiB"
+
+step "installing Open CAS $(cat "$casroot/VERSION") into the guest's overlays"
+install -D -m 644 "$casroot/lib/modules/$kver/extra/cas_cache.ko" \
+    "/lib/modules/$kver/extra/cas_cache.ko" ||
+    die "no cas_cache.ko for $kver in $casroot (built for another kernel?)"
+# no depmod (it takes ~90 s under TCG): cas_cache has no dependencies
+install -m 755 "$casroot/sbin/casadm" /usr/sbin/casadm
+cp -a "$casroot/lib/opencas" /lib/opencas
+ln -sf /lib/opencas/casctl /usr/sbin/casctl
+install -D -m 644 "$casroot/lib/udev/rules.d/"*.rules -t /lib/udev/rules.d/
+mkdir -p /etc/opencas
+
+step "loading rbd, brd and cas_cache"
+modprobe rbd || die "modprobe rbd failed"
+modprobe brd rd_nr="${OS_BRICK_CAS_BRD_COUNT:-5}" \
+    rd_size="${OS_BRICK_CAS_BRD_KIB:-65536}" || die "modprobe brd failed"
+insmod "/lib/modules/$kver/extra/cas_cache.ko" ||
+    die "insmod cas_cache.ko failed: $(dmesg | tail -5)"
+casadm -V -o csv || die "casadm -V failed"
+
+step "starting systemd-udevd with os-brick-cas's rule"
+sed "s#PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer#PROGRAM=\"$venv/bin/os-brick-cas-rbd-namer#" \
+    "$checkout/etc/udev/rules.d/60-os-brick-cas-rbd.rules" \
+    > /etc/udev/rules.d/60-os-brick-cas-rbd.rules
+/lib/systemd/systemd-udevd --daemon || die "systemd-udevd did not start"
+udevadm settle -t 30
+
+step "starting a one-node Ceph cluster (memstore, loopback)"
+conf=$(timeout 300 "$venv/bin/python" "$checkout/tools/kernel/guest_ceph.py" \
+       start /tmp/ceph) || die "the Ceph cluster did not start"
+step "Ceph is usable: $conf"
+export OS_BRICK_CAS_KERNEL_GUEST=1 OS_BRICK_CAS_KERNEL_RESULTS=$results
+export OS_BRICK_CAS_KERNEL_CEPH_CONF=$conf
+export OS_BRICK_CAS_OPENCAS_VERSION
+OS_BRICK_CAS_OPENCAS_VERSION=$(cat "$casroot/VERSION")
+
+rc=0
+case "$mode" in
+    tests)
+        mkdir -p /tmp/stestr || die "no /tmp"
+        cd /tmp/stestr || die "no /tmp/stestr"
+        # one process (imports over 9p under TCG are slow: stestr's
+        # separate listing run would double them); ARGS: test ids or
+        # modules (default: discover tests/kernel)
+        step "running tests/kernel (one process, subunit into stestr)"
+        if [ $# -gt 0 ]; then
+            tests=()
+            for name in "$@"; do
+                case "$name" in
+                    tests.*) tests+=("$name") ;;
+                    *) tests+=("tests.kernel.$name") ;;
+                esac
+            done
+        else
+            tests=(discover -t "$checkout" -s "$checkout/tests/kernel")
+        fi
+        (cd "$checkout" && "$venv/bin/python" -m subunit.run "${tests[@]}") \
+            > "$results/kernel.subunit"
+        "$venv/bin/stestr" init >/dev/null 2>&1
+        "$venv/bin/stestr" load < "$results/kernel.subunit"
+        # stestr load's status does not tell failures: count them
+        "$venv/bin/subunit-stats" < "$results/kernel.subunit" \
+            > "$results/stats.txt"
+        rc=$?
+        cat "$results/stats.txt"
+        grep -q '^Passed tests: *[1-9]' "$results/stats.txt" || rc=1
+        [ $rc -eq 0 ] || "$venv/bin/stestr" failing > "$results/failing.txt" 2>&1
+        ;;
+    probe)
+        casadm -L; rbd -c "$conf" ls volumes; rc=$? ;;
+    *) die "unknown mode $mode" ;;
+esac
+step "run finished with exit status $rc"
+echo $rc > "$results/rc"
+dmesg > "$results/dmesg.txt"
+step "stopping caches, unmapping, stopping Ceph"
+for id in $(casadm -L -o csv 2>/dev/null | awk -F, '$1=="cache"{print $2}'); do
+    casadm -T -i "$id" -n >/dev/null 2>&1
+done
+for dev in /dev/rbd[0-9]*; do
+    [ -b "$dev" ] && timeout 30 rbd unmap -o force "$dev"
+done
+"$venv/bin/python" "$checkout/tools/kernel/guest_ceph.py" stop /tmp/ceph
+exit $rc

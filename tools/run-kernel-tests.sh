@@ -1,0 +1,144 @@
+#!/bin/bash
+# The real-kernel tier: tests/kernel run inside a qemu guest booted from
+# Debian's linux-image-amd64 with virtme-ng, against the real krbd and the
+# real Open CAS kernel module (built from a release tarball), a one-node
+# Ceph in the guest, systemd-udevd with the product's udev rule.
+#   tools/run-kernel-tests.sh                # tests/kernel, all of it
+#   tools/run-kernel-tests.sh test_drain ... # only these modules / test ids
+#   tools/run-kernel-tests.sh --probe        # set the guest up, run nothing
+# Environment:
+#   OS_BRICK_CAS_OPENCAS_TARBALL  Open CAS release tarball to build (default:
+#                                 the newest in ../shared/vendor/open-cas/)
+#   OS_BRICK_CAS_KERNEL_CACHE     build and virtme-ng cache (default:
+#                                 $XDG_CACHE_HOME/os-brick-cas, else
+#                                 /var/cache/os-brick-cas)
+#   OS_BRICK_CAS_KERNEL_TIMEOUT   seconds the guest may run (default 1200)
+#   OS_BRICK_CAS_KERNEL_MEMORY    guest memory (default 2G)
+#   OS_BRICK_CAS_KERNEL_RESULTS   where the guest's results go (default: a
+#                                 new directory under the cache)
+#   OS_BRICK_CAS_KERNEL_RECORD=1  copy the golden casadm outputs the tests
+#                                 saw into tests/data/real-casadm/<version>/
+# Needs root (apt, and the guest's kernel modules) and the project's venv
+# (.venv, tools/setup-env.sh). When the guest cannot run, this FAILS with
+# the reason; it never skips. qemu is stopped by its process group on exit
+# and nothing of Ceph runs on the host (the cluster lives in the guest).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+checkout=$PWD
+fail() { echo "kernel tier FAILED: $*" >&2; exit 1; }
+note() { echo "[kernel $((SECONDS))s] $*"; }
+
+mode=tests
+case "${1:-}" in
+    --probe) mode=probe; shift ;;
+esac
+[ "$(id -u)" -eq 0 ] || fail "needs root (apt-get, and it runs qemu)"
+venv=${VENV:-$checkout/.venv}
+[ -x "$venv/bin/python" ] || fail "no virtualenv at $venv (run tools/setup-env.sh)"
+if [ -n "${XDG_CACHE_HOME:-}" ]; then
+    cache=${OS_BRICK_CAS_KERNEL_CACHE:-$XDG_CACHE_HOME/os-brick-cas}
+else
+    cache=${OS_BRICK_CAS_KERNEL_CACHE:-/var/cache/os-brick-cas}
+fi
+mkdir -p "$cache" || fail "cannot create cache directory $cache"
+
+# -- host packages: qemu, the current Debian kernel + headers, busybox ----
+tools/kernel/install-host.sh || fail "could not install the host packages"
+kver=$(tools/kernel/install-host.sh --kernel-version) ||
+    fail "cannot tell the version of linux-image-amd64"
+vmlinuz=/boot/vmlinuz-$kver
+[ -r "$vmlinuz" ] || fail "$vmlinuz missing (linux-image-$kver not installed)"
+vng_venv=$cache/virtme-ng-1.42
+if [ ! -x "$vng_venv/bin/vng" ]; then
+    note "installing virtme-ng==1.42 into $vng_venv"
+    if ! { python3 -m venv "$vng_venv" &&
+           "$vng_venv/bin/pip" install -q virtme-ng==1.42; }; then
+        rm -rf "$vng_venv"
+        fail "could not install virtme-ng==1.42 from PyPI"
+    fi
+fi
+
+# -- Open CAS for the guest kernel ---------------------------------------
+tarball=${OS_BRICK_CAS_OPENCAS_TARBALL:-}
+if [ -z "$tarball" ]; then
+    tarball=$(find ../shared/vendor/open-cas/ -maxdepth 1 \
+              -name 'open-cas-linux-v*.tar.xz' 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$tarball" ] || fail "no Open CAS tarball in ../shared/vendor/open-cas/ (set OS_BRICK_CAS_OPENCAS_TARBALL)"
+fi
+tarball=$(realpath "$tarball")
+casroot=$(tools/kernel/build-opencas.sh "$tarball" "$kver" "$cache" | tail -n 1) ||
+    fail "Open CAS $(basename "$tarball") does not build for kernel $kver"
+[ -d "$casroot" ] || fail "Open CAS build of $tarball gave no staging root"
+version=$(cat "$casroot/VERSION")
+note "Open CAS $version for $kver: $casroot"
+
+# -- guest ---------------------------------------------------------------
+results=${OS_BRICK_CAS_KERNEL_RESULTS:-}
+if [ -z "$results" ]; then
+    mkdir -p "$cache/runs"
+    results=$(mktemp -d "$cache/runs/$(date +%Y%m%d-%H%M%S)-XXXX")
+fi
+mkdir -p "$results" && results=$(realpath "$results")
+rm -f "$results/rc" "$results/reason"
+# the guest cannot write the checkout: compile the bytecode it imports
+"$venv/bin/python" -m compileall -q os_brick_cas tests tools/kernel \
+    benchmarks >/dev/null 2>&1 || true
+
+accel=(--disable-kvm)
+if grep -qE '\b(vmx|svm)\b' /proc/cpuinfo && [ ! -d /sys/module/kvm_pvm ] &&
+        [ -w /dev/kvm ]; then
+    accel=()
+    note "hardware virtualisation: KVM"
+else
+    note "no hardware KVM here (no vmx/svm, or kvm_pvm): qemu TCG"
+fi
+timeout_s=${OS_BRICK_CAS_KERNEL_TIMEOUT:-1200}
+# The guest sees the host's / read-only, but /var, /tmp and some others
+# are fresh tmpfs there: share what it needs explicitly, at the same paths.
+shares=(--rodir "$casroot" --rodir "$checkout")
+case "$(realpath "$venv")/" in
+    "$checkout"/*) ;;
+    *) shares+=(--rodir "$(realpath "$venv")") ;;
+esac
+qemu_group=
+cleanup() {
+    if [ -n "$qemu_group" ] && kill -0 -- "-$qemu_group" 2>/dev/null; then
+        echo "stopping the guest (process group $qemu_group)" >&2
+        kill -TERM -- "-$qemu_group" 2>/dev/null
+        sleep 2
+        kill -KILL -- "-$qemu_group" 2>/dev/null
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+note "booting $vmlinuz (memory ${OS_BRICK_CAS_KERNEL_MEMORY:-2G}, bound ${timeout_s}s); results in $results"
+guest_cmd=$(printf '%q ' "$checkout/tools/kernel/guest.sh" "$results" \
+            "$checkout" "$casroot" "$venv" "$mode" "$@")
+PATH=$vng_venv/bin:$PATH setsid timeout --kill-after=20 "$timeout_s" \
+    vng "${accel[@]}" --run "$vmlinuz" \
+        --memory "${OS_BRICK_CAS_KERNEL_MEMORY:-2G}" --cpus 2 \
+        "${shares[@]}" --rwdir "$results" --exec "$guest_cmd" < /dev/null &
+qemu_group=$!
+wait "$qemu_group"
+vng_rc=$?
+qemu_group_done=$qemu_group
+cleanup
+qemu_group=
+if pgrep -f -- "$results" >/dev/null; then
+    pgrep -a -f -- "$results" >&2
+    fail "a guest process is still running after the run"
+fi
+[ "$vng_rc" -eq 124 ] && fail "the guest ran out of time (${timeout_s}s, OS_BRICK_CAS_KERNEL_TIMEOUT); its log: $results/guest.log"
+if [ ! -f "$results/rc" ]; then
+    fail "the guest did not run (vng exit status $vng_rc, process group $qemu_group_done): $(cat "$results/reason" 2>/dev/null || echo 'no result written; see the console output above')"
+fi
+[ -f "$results/reason" ] && fail "guest set-up: $(cat "$results/reason")"
+rc=$(cat "$results/rc")
+if [ "${OS_BRICK_CAS_KERNEL_RECORD:-0}" = 1 ] && [ -d "$results/golden" ]; then
+    line=$(basename "$tarball" .tar.xz | sed 's/^open-cas-linux-//')
+    mkdir -p "tests/data/real-casadm/$line"
+    cp "$results/golden/"*.txt "tests/data/real-casadm/$line/"
+    note "golden casadm outputs copied to tests/data/real-casadm/$line/"
+fi
+note "guest run finished: exit status $rc (Open CAS $version, kernel $kver, results $results)"
+exit "$rc"
