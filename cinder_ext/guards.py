@@ -179,8 +179,14 @@ def read_marker(volume: Any) -> Marker:
     # cinder.db.api registers cinder's options: imported on first use so
     # that nova-side tests can apply these rules to plain records
     from cinder.db import api as db
-    return Marker.parse(db.volume_admin_metadata_get(
-        request_context.elevated(), volume.id))
+    from cinder import exception as cinder_exception
+    try:
+        return Marker.parse(db.volume_admin_metadata_get(
+            request_context.elevated(), volume.id))
+    except cinder_exception.VolumeNotFound:
+        # an object that was never saved (a driver called on a volume
+        # the database does not hold): what it carries is all there is
+        return Marker.parse(getattr(volume, 'admin_metadata', None) or {})
 
 
 def attachment_ids(volume: Any) -> set[str]:
