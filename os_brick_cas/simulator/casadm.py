@@ -612,7 +612,11 @@ def start_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     if device in metadata and not args.get('force'):
         raise Reply(1, '', '%s\n%s' % (
             operation, releases.of(state.get('version')).old_metadata))
-    metadata.pop(device, None)
+    old = metadata.pop(device, None)
+    if old is not None:
+        # --force discards the metadata, dirty lines included
+        state['dropped_dirty_blocks'] += sum(
+            c.get('dirty', 0) for c in old['cache']['cores'].values())
     state['caches'][str(cache_id)] = {
         'device': device, 'mode': args.get('cache-mode', 'wt'),
         'status': 'Running', 'size_blocks': 2621440, 'cores': {},
@@ -774,48 +778,6 @@ def io_class(state_dir: str, args: dict[str, Any]) -> Reply:
     return Reply(0)
 
 
-#: -G -n NAME: the rows casadm prints (cas_main.c, *_params arrays)
-PARAM_ROWS = {
-    'cleaning': lambda cache, release: [
-        ('Cleaning policy type', cache.get('cleaning', 'alru'))],
-    'cleaning-alru': lambda cache, release: [
-        ('Wake up time [s]', '20'), ('Stale buffer time [s]', '120'),
-        ('Flush max buffers', '100'), ('Activity threshold [ms]', '10000'),
-    ] + ([('Dirty ratio trigger threshold [%]', '100'),
-          ('Dirty ratio trigger inertia [MiB]', '128')]
-         if release.alru_dirty_ratio else []),
-    'seq-cutoff': lambda cache, release: [
-        ('Sequential cutoff threshold [KiB]', '1024'),
-        ('Sequential cutoff policy', 'full'),
-        ('Sequential cutoff promotion request count threshold', '8')],
-}
-CLEANING_POLICIES = ('alru', 'nop', 'acp')
-
-
-def set_param(state: dict[str, Any], args: dict[str, Any]) -> Reply:
-    """-X -n cleaning -i N -p POLICY (the only parameter simulated)."""
-    cache = _cache_only(state, _int(args, 'cache-id'))
-    if args.get('name') != 'cleaning':
-        raise Reply(1, '', 'Parameter %s is not simulated\n'
-                    % args.get('name'))
-    if args.get('policy') not in CLEANING_POLICIES:
-        raise Reply(1, '', 'Invalid cleaning policy\n')
-    cache['cleaning'] = args['policy']
-    return Reply(0)
-
-
-def get_param(state: dict[str, Any], args: dict[str, Any]) -> Reply:
-    """-G -n NAME -i N -o csv: the defaults of a fresh v26.03.2 cache."""
-    cache = _cache_only(state, _int(args, 'cache-id'))
-    rows = PARAM_ROWS.get(args.get('name', ''))
-    if rows is None or args.get('output-format') != 'csv':
-        raise Reply(1, '', 'Only CSV output of cleaning, cleaning-alru and '
-                           'seq-cutoff is simulated\n')
-    return Reply(0, 'Parameter name,Value\n' + ''.join(
-        '%s,%s\n' % row for row in rows(cache, releases.of(
-            state.get('version')))))
-
-
 def remove_detached(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     """--remove-detached -d DEV: take a device out of the core pool."""
     path = args.get('device', '')
@@ -866,7 +828,6 @@ LOCKED = {'add-core': add_core, 'try-add': try_add,
           'remove-inactive': remove_inactive, 'list-caches': list_caches,
           'stats': stats, 'start-cache': start_cache,
           'set-cache-mode': set_cache_mode, 'version': version,
-          'set-param': set_param, 'get-param': get_param,
           'remove-detached': remove_detached}
 
 

@@ -22,11 +22,9 @@ of a stopped cache is kept per device in ``state['cache_metadata']``.
 Outputs follow casadm-samples/real-v26.03.2 (042-045, 082-084).
 """
 
-import copy
 from typing import Any, Optional
 
 from os_brick_cas import host_layout_params as table
-from os_brick_cas.simulator import datatrue
 from os_brick_cas.simulator import state as state_mod
 
 Reply = state_mod.Reply
@@ -45,10 +43,6 @@ _SHORT = {'seq-cutoff': {'-t': 'threshold', '-p': 'policy'},
                             '-t': 'activity-threshold',
                             '-d': 'dirty-ratio-threshold'},
           'cleaning-acp': {'-w': 'wake-up', '-b': 'flush-max-buffers'}}
-METADATA = 'cache_metadata'
-OLD_METADATA = ('Old metadata found on device\nPlease load cache metadata '
-                'using --load option or use --force to\n discard on-disk '
-                'metadata and start fresh cache instance.\n')
 
 
 def handles(argv: list[str]) -> bool:
@@ -178,88 +172,18 @@ def get_param(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     return Reply(0, '\n'.join(rows) + '\n')
 
 
-def _whitelisted(path: str) -> bool:
-    from os_brick_cas.simulator import casadm
-    return path.startswith(('/dev/disk/by-id/',) + casadm.WHITELIST_PREFIXES)
-
-
 def metadata_of(state: dict[str, Any], device: str
                 ) -> Optional[dict[str, Any]]:
-    """The stopped cache whose metadata *device* holds, if any."""
-    kept = state.get(METADATA, {}).get(device)
-    if kept is None and device in state.get('metadata', {}):
-        # what casadm.stop_now keeps on the device (-T, -T -n)
-        saved = state['metadata'][device]
-        kept = dict(saved['cache'], cache_id=saved['id'], dirty=any(
-            c.get('dirty') for c in saved['cache']['cores'].values()))
-    return kept
+    """The stopped cache whose metadata *device* holds, if any.
 
-
-def remember(state: dict[str, Any], cache_id: int,
-             cache: dict[str, Any], flushed: bool) -> None:
-    """Keep a stopping cache's metadata on its device (for -S -l)."""
-    kept = copy.deepcopy(cache)
-    kept['cache_id'] = cache_id
-    kept['dirty'] = (not flushed and
-                     any(c.get('dirty') for c in cache['cores'].values()))
-    state.setdefault(METADATA, {})[cache['device']] = kept
-
-
-def start_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:
-    """``-S``: a fresh instance, or ``-l`` the one on the device."""
-    device = args.get('device')
-    if not device:
-        raise Reply(1, TRY_HELP, "Option '--cache-device (-d)' is missing\n")
-    if not _whitelisted(device):
-        raise Reply(1, '', 'Please use correct by-id path to the device '
-                           '%s.\n' % device)
-    if args.get('load'):
-        return _load(state, args, device)
-    cache_id = int(args.get('cache-id', 1))
-    operation = 'Error inserting cache %d\n' % cache_id
-    if str(cache_id) in state['caches']:
-        raise Reply(1, '', operation + 'Cache ID already exists\n')
-    if any(c['device'] == device for c in state['caches'].values()):
-        raise Reply(1, '', operation + "Cache device '%s' is already used "
-                                       "as cache.\n" % device)
-    old = metadata_of(state, device)
-    if old is not None and not args.get('force'):
-        raise Reply(1, '', operation + OLD_METADATA)
-    if old is not None:
-        # --force discards the metadata, dirty lines included
-        state[METADATA].pop(device)
-        state['dropped_dirty_blocks'] += sum(
-            c.get('dirty', 0) for c in old['cores'].values())
-    line = int(args.get('cache-line-size', 4))
-    state['caches'][str(cache_id)] = {
-        'device': device, 'mode': args.get('cache-mode', 'wt'),
-        'status': 'Running', 'size_blocks': 2621440, 'cores': {},
-        'line_size_kib': line, 'params': defaults()}
-    if datatrue.enabled(state):
-        datatrue.discard(args['_state_dir'], cache_id)
-    return Reply(0, 'Successfully added cache instance %d\n' % cache_id)
-
-
-def _load(state: dict[str, Any], args: dict[str, Any],
-          device: str) -> Reply:
-    if any(key in args for key in ('force', 'cache-id', 'cache-mode',
-                                   'cache-line-size')):
-        raise Reply(1, '', "Use of 'load' with 'force', 'cache-id', "
-                           "'cache-mode' or 'cache-line-size' "
-                           "simultaneously is forbidden.\n")
-    old = metadata_of(state, device)
-    if old is None:
-        raise Reply(1, '', 'Error inserting cache\nInvalid cache device or '
-                           'no cache metadata on it\n')
-    cache_id = old.pop('cache_id')
-    old.pop('dirty', None)
-    state[METADATA].pop(device)
-    for core in old['cores'].values():
-        core['status'] = 'Inactive'
-        core.pop('resolved', None)
-    old['status'] = 'Incomplete' if old['cores'] else 'Running'
-    state['caches'][str(cache_id)] = old
-    return Reply(0, 'Successfully added cache instance %d\n' % cache_id)
+    casadm.stop_now keeps it (-T, -T -n); ``dirty`` says whether any of
+    its cores still holds dirty data.
+    """
+    saved = state.get('metadata', {}).get(device)
+    if saved is None:
+        return None
+    return dict(saved['cache'], cache_id=saved['id'], dirty=any(
+        c.get('dirty') for c in saved['cache']['cores'].values()))
 
 
 def check_cache_device(state: dict[str, Any], argv: list[str]) -> Reply:
