@@ -274,16 +274,21 @@ def update_file(path: str, add: Optional[CoreRow] = None,
     swept).
     """
     target = os.path.realpath(path)
+    current = _read(target)
+    if current is None and add is None:
+        return
+    text, mode = current or ('', 0o644)
+    _replace_file(target, text, rewrite(text, add=add, remove=remove), mode)
+
+
+def _read(target: str) -> Optional[tuple[str, int]]:
+    """(text, permission bits) of *target*; None if it does not exist."""
     try:
         with open(target) as conf_file:
             text = conf_file.read()
-        mode = os.stat(target).st_mode & 0o7777
+        return text, os.stat(target).st_mode & 0o7777
     except FileNotFoundError:
-        if add is None:
-            return
-        text, mode = '', 0o644
-    new_text = rewrite(text, add=add, remove=remove)
-    _replace_file(target, text, new_text, mode)
+        return None
 
 
 def _replace_file(target: str, text: str, new_text: str, mode: int) -> bool:
@@ -390,10 +395,5 @@ def update_caches_file(path: str, rows: list[CacheRow]) -> bool:
     Call with the opencas.conf lock held.
     """
     target = os.path.realpath(path)
-    try:
-        with open(target) as conf_file:
-            text = conf_file.read()
-        mode = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        text, mode = '', 0o644
+    text, mode = _read(target) or ('', 0o644)
     return _replace_file(target, text, rewrite_caches(text, rows), mode)
