@@ -37,7 +37,6 @@ from cinder.volume import configuration
 from cinder.volume import driver as cinder_driver
 from cinder.volume.drivers import rbd as cinder_rbd
 import fixtures
-import os_brick.privileged
 from oslo_concurrency import processutils
 from oslo_config import cfg
 import tenacity
@@ -46,8 +45,8 @@ from cinder_ext import rbd as ext_rbd
 from os_brick_cas import casadm
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import opts
-import os_brick_cas.privileged
 from os_brick_cas.simulator import fixture as sim_fixture
+from tests import privsep_fixture
 from tests import real_ceph
 
 CONF = cfg.CONF
@@ -103,11 +102,7 @@ class CephTestCase(test.TestCase):
         self.override_config('sysfs_rbd_root', self.host.sysfs_root,
                              group=opts.GROUP)
         self.override_config('flush_timeout', 10, group=opts.GROUP)
-        for privsep_context in (os_brick_cas.privileged.default,
-                                os_brick_cas.privileged.flush,
-                                os_brick.privileged.default):
-            privsep_context.set_client_mode(False)
-            self.addCleanup(privsep_context.set_client_mode, True)
+        self.useFixture(privsep_fixture.PrivsepInProcess())
         self.connector = cas_connector.CachedRBDConnector(None)
 
     def _driver(self) -> ext_rbd.CachedRBDDriver:

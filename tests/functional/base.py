@@ -29,7 +29,6 @@ import subprocess
 from typing import Any, Optional
 
 import fixtures
-import os_brick.privileged
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
@@ -37,10 +36,10 @@ import testtools
 from os_brick_cas import casadm
 from os_brick_cas import connector
 from os_brick_cas import opts
-import os_brick_cas.privileged
 from os_brick_cas import rbd_names
 from os_brick_cas.simulator import fixture as sim_fixture
 from os_brick_cas.simulator import state as sim_state
+from tests import privsep_fixture
 
 MODES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
 POOL = 'volumes'
@@ -93,11 +92,7 @@ class FunctionalTestCase(testtools.TestCase):
                                           cache_id, mode in
                                           self.caches.items()})
         self.set_sim_opencas_conf()
-        for context in (os_brick_cas.privileged.default,
-                        os_brick_cas.privileged.flush,
-                        os_brick.privileged.default):
-            context.set_client_mode(False)
-            self.addCleanup(context.set_client_mode, True)
+        self.useFixture(privsep_fixture.PrivsepInProcess())
         # non-cacheable volumes are krbd-mapped too (os-brick local attach)
         self.connector = connector.CachedRBDConnector(None,
                                                       do_local_attach=True)

@@ -32,7 +32,6 @@ from typing import Any, Optional
 import uuid
 
 import fixtures
-import os_brick.privileged
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
@@ -40,8 +39,8 @@ import testtools
 from os_brick_cas import casadm
 from os_brick_cas import connector
 from os_brick_cas import opts
-import os_brick_cas.privileged
 from tests.ceph import blockio
+from tests import privsep_fixture
 from tests import real_ceph
 
 GUEST = os.environ.get('OS_BRICK_CAS_KERNEL_GUEST') == '1'
@@ -119,11 +118,7 @@ class KernelTestCase(testtools.TestCase):
                          cache_instances={mode: str(cache_id) for
                                           cache_id, mode in
                                           self.caches.items()})
-        for context in (os_brick_cas.privileged.default,
-                        os_brick_cas.privileged.flush,
-                        os_brick.privileged.default):
-            context.set_client_mode(False)
-            self.addCleanup(context.set_client_mode, True)
+        self.useFixture(privsep_fixture.PrivsepInProcess())
         self.connector = connector.CachedRBDConnector(None,
                                                       do_local_attach=True)
 

@@ -34,7 +34,6 @@ from nova import context as nova_context
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
-import os_brick.privileged
 from oslo_serialization import jsonutils
 import requests_mock
 
@@ -43,12 +42,12 @@ from nova_ext import driver as nova_driver  # noqa: F401 ([os_brick_cas_nova])
 from nova_ext import hook as nova_hook
 from os_brick_cas import casadm
 from os_brick_cas import drain
-import os_brick_cas.privileged
 from os_brick_cas import rbd_names
 from os_brick_cas.simulator import fixture as sim_fixture
 from os_brick_cas.simulator import state as sim_state
 from tests.functional import fake_cinder
 from tests.nova import compat as nova_test_compat
+from tests import privsep_fixture
 
 CONF = nova_conf.CONF
 CINDER = 'http://cinder.fake/v3/project'
@@ -170,11 +169,7 @@ class CachedVolumeTestBase(nova_test_compat.ServersTestBase):
                    flush_timeout=5, sysfs_rbd_root=self.host.sysfs_root,
                    group='os_brick_cas')
         self.flags(device_detach_timeout=1, group='libvirt')
-        for context in (os_brick_cas.privileged.default,
-                        os_brick_cas.privileged.flush,
-                        os_brick.privileged.default):
-            context.set_client_mode(False)
-            self.addCleanup(context.set_client_mode, True)
+        self.useFixture(privsep_fixture.PrivsepInProcess())
         self.cinder = FakeFenceCinder()
         self.useFixture(fixtures.MonkeyPatch(
             'nova_ext.fence.client_factory', self.cinder.client))

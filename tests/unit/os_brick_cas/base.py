@@ -17,14 +17,13 @@ import re
 from typing import Callable, Optional, Union
 
 import fixtures
-import os_brick.privileged
 from oslo_concurrency import processutils
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
 from os_brick_cas import opts
-import os_brick_cas.privileged
+from tests import privsep_fixture
 
 DATA = os.path.join(os.path.dirname(__file__), 'data')
 
@@ -96,11 +95,7 @@ class TestCase(testtools.TestCase):
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
                          state_path=self.tmp,
                          opencas_conf=self.opencas_conf)
-        for context in (os_brick_cas.privileged.default,
-                        os_brick_cas.privileged.flush,
-                        os_brick.privileged.default):
-            context.set_client_mode(False)
-            self.addCleanup(context.set_client_mode, True)
+        self.useFixture(privsep_fixture.PrivsepInProcess())
 
     def set_instances(self, mapping: str,
                       fallback: Optional[str] = None) -> None:
