@@ -27,7 +27,6 @@ from typing import Any
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
-from os_brick_cas.cmd import releases
 from os_brick_cas import exception
 from os_brick_cas import host_layout
 from os_brick_cas import host_layout_sizing as sizing
@@ -300,7 +299,7 @@ def run_check(args: argparse.Namespace) -> int:
 def doctor_findings(casadm: casadm_mod.Casadm,
                     conf: cfg.ConfigOpts = CONF) -> list[tuple[str, str]]:
     """doctor's host checks: boot order, then the host layout if any."""
-    findings = same_release_line(casadm) + hostprep_boot.findings(conf)
+    findings = hostprep_boot.findings(conf)
     path = conf[opts.GROUP].host_layout
     if not os.path.exists(path):
         return findings + [('SKIP', 'no host layout at %s: instances '
@@ -310,27 +309,3 @@ def doctor_findings(casadm: casadm_mod.Casadm,
         return findings + check_findings(casadm, host_layout.load(path))
     except exception.CasError as exc:
         return findings + [('FAIL', 'host layout: %s' % exc)]
-
-
-def same_release_line(casadm: casadm_mod.Casadm) -> list[tuple[str, str]]:
-    """FAIL when casadm and the loaded module are of different releases.
-
-    casadm talks to the module through ioctls of its own release; a
-    casadm built for another line (e.g. in a container image) may
-    misread or misapply them.
-    """
-    try:
-        versions = casadm.version()
-    except exception.CasError:
-        return []
-    cli = versions.get('CAS CLI Utility', '')
-    module = versions.get('CAS Cache Kernel Module', '')
-    cli_line, module_line = (releases.major_minor(cli),
-                             releases.major_minor(module))
-    if cli_line is None or module_line is None or cli_line == module_line:
-        return []
-    return [('FAIL', 'casadm %s and the cas_cache module %s are of '
-                     'different Open CAS releases: install casadm of the '
-                     "module's release (in a container: rebuild the image "
-                     'with deploy/kolla/template-overrides.j2 set to it).'
-             % (cli, module))]

@@ -99,3 +99,22 @@ def check_cli(cli_version: str) -> tuple[bool, str]:
                                      _line(OLDEST_LINE)))
     return True, 'casadm %s is Open CAS %s or newer' % (
         cli_version, _line(OLDEST_LINE))
+
+
+def same_release_line(versions: dict[str, str]) -> list[tuple[str, str]]:
+    """FAIL when casadm and the loaded module are of different releases.
+
+    *versions* is what ``casadm -V`` reports. casadm talks to the module
+    through ioctls of its own release; a casadm built for another line
+    (e.g. in a container image) may misread or misapply them.
+    """
+    cli = versions.get('CAS CLI Utility', '')
+    module = versions.get('CAS Cache Kernel Module', '')
+    cli_line, module_line = major_minor(cli), major_minor(module)
+    if cli_line is None or module_line is None or cli_line == module_line:
+        return []
+    return [('FAIL', 'casadm %s and the cas_cache module %s are of '
+                     'different Open CAS releases: install casadm of the '
+                     "module's release (in a container: rebuild the image "
+                     'with deploy/kolla/template-overrides.j2 set to it).'
+             % (cli, module))]

@@ -80,6 +80,8 @@ def casadm_release(host: Host) -> Iterator[Finding]:
         versions.get('CAS CLI Utility', ''))
     if not cli_ok:
         yield Finding(FAIL, cli_message)
+    for level, message in releases.same_release_line(versions):
+        yield Finding(level, message)
 
 
 @register('kernel')

@@ -13,7 +13,7 @@
 """doctor's host hook: casadm and the module must be of one release."""
 
 from os_brick_cas import casadm
-from os_brick_cas.cmd import host as host_cmd
+from os_brick_cas.cmd import releases
 from tests.unit.os_brick_cas import base
 
 
@@ -31,7 +31,8 @@ class ReleaseLineTestCase(base.TestCase):
     def test_different_lines_fail(self):
         self.fake.reply('--version', version_csv('26.03.2.0000.release',
                                                  '25.12.2.0000.release'))
-        [(level, message)] = host_cmd.same_release_line(casadm.Casadm())
+        [(level, message)] = releases.same_release_line(
+            casadm.Casadm().version())
         self.assertEqual('FAIL', level)
         self.assertIn('casadm 25.12.2.0000.release and the cas_cache module '
                       '26.03.2.0000.release are of different Open CAS '
@@ -40,7 +41,9 @@ class ReleaseLineTestCase(base.TestCase):
     def test_same_line_or_module_not_loaded_is_quiet(self):
         self.fake.reply('--version', version_csv('26.03.2.0000.release',
                                                  '26.03.1.0000.release'))
-        self.assertEqual([], host_cmd.same_release_line(casadm.Casadm()))
+        self.assertEqual([], releases.same_release_line(
+            casadm.Casadm().version()))
         self.fake.reply('--version', version_csv('Not Loaded',
                                                  '26.03.2.0000.release'))
-        self.assertEqual([], host_cmd.same_release_line(casadm.Casadm()))
+        self.assertEqual([], releases.same_release_line(
+            casadm.Casadm().version()))
