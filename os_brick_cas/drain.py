@@ -37,14 +37,18 @@ class.
 import re
 from typing import Optional
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import releases
+from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import locks
+from os_brick_cas import opts
 
+CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
 UNCLASSIFIED = casadm_mod.IoClass(0, 'unclassified', 255, 1.0)
@@ -183,12 +187,6 @@ class DrainManager(object):
     def __init__(self, casadm: casadm_mod.Casadm):
         self.casadm = casadm
 
-    def _apply(self, cache: casadm_mod.CacheInstance, core_id: int,
-               drained: bool) -> bool:
-        """Load the table with *core_id* drained or not; True if changed."""
-        with table_lock(cache.cache_id):
-            return self._apply_locked(cache, core_id, drained)
-
     def _apply_locked(self, cache: casadm_mod.CacheInstance, core_id: int,
                       drained: bool) -> bool:
         # the cores and the table as they are now, under the lock: a
@@ -213,23 +211,9 @@ class DrainManager(object):
 
     def drain(self, cache: casadm_mod.CacheInstance, core: casadm_mod.Core,
               timeout: int) -> None:
-        """Pin *core* to a no-allocation class, then flush it (bounded).
-
-        Afterwards Ceph holds every acknowledged write of the core and new
-        writes go straight to it. A failed flush leaves the core drained
-        (no new dirty data) with its remaining dirty data in the cache.
-        Raises DrainUnsupported, before changing anything, when the Open
-        CAS release or the instance's state cannot drain.
-        """
-        reason = release_reason(self.casadm) or state_reason(cache)
-        if reason:
-            raise exception.DrainUnsupported(reason=reason)
-        with locks.cache_lock(cache.cache_id), events.timed('drain'):
-            if self._apply(cache, core.core_id, True):
-                LOG.info('Core %(core)s of instance %(cache)s drained: its '
-                         'writes now go straight to Ceph',
-                         {'core': core.core_id, 'cache': cache.cache_id})
-            self.casadm.flush(cache.cache_id, core.core_id, timeout)
+        """:meth:`drain_fresh` of *core* within *timeout* seconds."""
+        self.drain_fresh(cache.cache_id, core.core_id,
+                         deadline_mod.Deadline(timeout))
 
     def _fresh(self, cache_id: int) -> casadm_mod.CacheInstance:
         """Instance *cache_id* as casadm lists it now."""
@@ -271,14 +255,13 @@ class DrainManager(object):
 
     def undrain(self, cache: casadm_mod.CacheInstance,
                 core: Optional[casadm_mod.Core], core_id: int) -> None:
-        """Let core *core_id* cache writes again (idempotent).
+        """:meth:`undrain_fresh` of core *core_id* (idempotent).
 
         Only the table lock: an undrain (a migration's rollback) does not
         wait for a flush running on the instance.
         """
-        if self._apply(cache, core_id, False):
-            LOG.info('Core %(core)s of instance %(cache)s undrained',
-                     {'core': core_id, 'cache': cache.cache_id})
+        self.undrain_fresh(cache.cache_id, core_id, deadline_mod.Deadline(
+            CONF[opts.GROUP].lock_timeout))
 
     def drop_class_of_removed_core(self, cache_id: int, core_id: int
                                    ) -> None:

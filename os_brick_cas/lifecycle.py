@@ -43,15 +43,14 @@ admin guide's life-cycle page draws the same table.
 
 import dataclasses
 import json
-import math
 import os
-import time
 from typing import Callable, Iterator, Optional
 
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import fence
@@ -119,30 +118,8 @@ def next_state(state: str, event: str, volume: str) -> str:
 
 
 # -- time bounds ---------------------------------------------------------
-class Deadline(object):
-    """One time bound for a whole operation: lock waits count too.
-
-    Passed down through every step of a multi-volume operation (a
-    quiesce of N volumes, ``drain --all``, a live-migration pre-check).
-    """
-
-    def __init__(self, seconds: float,
-                 clock: Callable[[], float] = time.monotonic):
-        self.seconds = seconds
-        self._clock = clock
-        self.end = clock() + seconds
-
-    def left(self) -> float:
-        return max(0.0, self.end - self._clock())
-
-    def whole_seconds(self, what: str) -> int:
-        """Seconds left for *what* (a casadm timeout); raise if < 1."""
-        left = math.floor(self.left())
-        if left < 1:
-            raise exception.CasError(
-                message='%s not attempted: the overall time bound of %ss '
-                        'ran out' % (what, self.seconds))
-        return left
+#: one time bound for a whole operation (see os_brick_cas.deadline)
+Deadline = deadline_mod.Deadline
 
 
 def deadline(seconds: Optional[float] = None) -> Deadline:
