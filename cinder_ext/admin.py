@@ -19,6 +19,7 @@ admin.
 """
 
 import argparse
+import functools
 import os
 import sys
 from typing import Any, Callable, Optional
@@ -29,6 +30,8 @@ from keystoneauth1 import session as ks_session
 
 from cinder_ext import extra_specs
 from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd import commands
+from os_brick_cas.cmd import doctor
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import modes
@@ -202,11 +205,11 @@ OWNER_COLUMNS = ('volume_id', 'cache_id', 'core_id', 'state', 'dirty_blocks',
                  'attachment', 'cinder_owner', 'verdict')
 
 
-def owners(args: argparse.Namespace) -> int:
+def owners(args: argparse.Namespace,
+           emit: Callable[..., None]) -> int:
     """Each core here: its volume, dirty blocks, attachment, Cinder owner."""
     from os_brick_cas import casadm as casadm_mod
     from os_brick_cas.cmd.checks import owners as owner_checks
-    from os_brick_cas.cmd import output
     from os_brick_cas import report
     client = fence.FenceClient(cinder())
     rows = []
@@ -224,18 +227,27 @@ def owners(args: argparse.Namespace) -> int:
                          core.status, core.dirty_blocks, core.attachment,
                          judged.owner_label if judged.owner else None,
                          judged.verdict))
-
-    def table() -> str:
-        lines = ['%-36s %5s %4s %-8s %6s %-36s %-30s %s' % (
-            'VOLUME', 'CACHE', 'CORE', 'STATE', 'DIRTY', 'ATTACHMENT HERE',
-            'CINDER OWNER', 'VERDICT')]
-        lines += ['%-36s %5s %4s %-8s %6s %-36s %-30s %s' % tuple(
-            '-' if value is None else value for value in row)
-            for row in rows]
-        return '\n'.join(lines) + '\n'
-    output.emit(args.format, {'host': args.host, 'volumes': [
-        dict(zip(OWNER_COLUMNS, row)) for row in rows]}, table, lambda: rows)
+    emit({'host': args.host, 'volumes': [
+        dict(zip(OWNER_COLUMNS, row)) for row in rows]}, OWNER_COLUMNS,
+        lambda: rows)
     return 0
+
+
+class Owners(commands.Report):
+    """cached volumes here and who Cinder's fence marker names as owner
+
+    For each cached volume here: dirty blocks, the attachment this host
+    caches and who Cinder's fence marker names as owner now, with what to
+    do.
+    """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        args_mod.add_host_argument(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        return owners(parsed_args, functools.partial(self.emit, parsed_args))
 
 
 def owner_source() -> Optional[fence.FenceClient]:
@@ -246,9 +258,10 @@ def owner_source() -> Optional[fence.FenceClient]:
     return fence.FenceClient(cinder())
 
 
+doctor.OWNER_SOURCE = owner_source
+
+
 def register_subcommands(subparsers: Any) -> None:
-    from os_brick_cas.cmd import doctor
-    doctor.OWNER_SOURCE = owner_source
     """Add type-create, type-show, fence-show, fence-clear."""
     create = subparsers.add_parser(
         'type-create', help='create a cache-mode volume type')
@@ -290,10 +303,3 @@ def register_subcommands(subparsers: Any) -> None:
     rec.add_argument('--rbd-user', default='cinder',
                      help='Ceph user for rbd map (default: %(default)s)')
     rec.set_defaults(func=recover)
-    own = subparsers.add_parser(
-        'owners', help='for each cached volume here: dirty blocks, the '
-                       "attachment this host caches and who Cinder's fence "
-                       'marker names as owner now, with what to do')
-    args_mod.add_host_argument(own)
-    args_mod.add_format_argument(own)
-    own.set_defaults(func=owners)

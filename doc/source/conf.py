@@ -2,8 +2,10 @@
 
 project = 'os-brick-cas'
 copyright = '2026, os-brick-cas developers'
-# sphinxarg renders the CLI reference from os-brick-cas's own parser
-extensions = ['oslo_config.sphinxext', 'sphinxarg.ext', 'reno.sphinxext']
+# cliff's autoprogram-cliff renders the CLI reference from the commands
+# themselves (the os_brick_cas.cli entry points)
+extensions = ['oslo_config.sphinxext', 'cliff.sphinxext', 'reno.sphinxext']
+autoprogram_cliff_application = 'os-brick-cas'
 master_doc = 'index'
 exclude_patterns = ['_build']
 html_theme = 'alabaster'

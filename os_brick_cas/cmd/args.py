@@ -15,7 +15,6 @@
 import argparse
 
 from os_brick_cas.cmd import config
-from os_brick_cas.cmd import output
 
 #: exit code after Ctrl-C (128 + SIGINT), as shells report it
 EXIT_INTERRUPTED = 130
@@ -40,15 +39,3 @@ def resolve_host(args: argparse.Namespace) -> None:
     """Fill ``args.host`` with this host's nova name when not given."""
     if 'host' in args and args.host is None:
         args.host = config.nova_host()
-
-
-def add_format_argument(parser: argparse.ArgumentParser,
-                        json_alias: bool = False) -> None:
-    """``-f/--format {table,json,yaml,value}`` (and ``--json``, deprecated)."""
-    parser.add_argument('-f', '--format', choices=output.FORMATS,
-                        default='table', help='output format (default: '
-                                              '%(default)s)')
-    if json_alias:
-        parser.add_argument('--json', dest='format', action='store_const',
-                            const='json',
-                            help='deprecated alias of --format json')

@@ -21,6 +21,7 @@ when a check itself crashed.
 
 import argparse
 import dataclasses
+import functools
 from typing import Any, Callable, Optional
 
 from oslo_config import cfg
@@ -29,8 +30,8 @@ from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import checks
 from os_brick_cas.cmd.checks import owners as owner_checks
+from os_brick_cas.cmd import commands
 from os_brick_cas.cmd import config
-from os_brick_cas.cmd import output
 
 CONF = cfg.CONF
 OK, WARN, FAIL, SKIP = checks.OK, checks.WARN, checks.FAIL, checks.SKIP
@@ -45,15 +46,25 @@ RESULTS = {0: OK, 1: WARN, 2: FAIL, 255: checks.ERROR}
 OWNER_SOURCE: Optional[Callable[[], Any]] = None
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        'doctor', help='check casadm, kernel and modules, rootwrap, udev, '
-                       'state_path, configuration, cache instances, cores '
-                       'and owners; exit 0 OK, 1 warnings, 2 failures, 255 '
-                       'internal error (oslo.upgradecheck)')
-    args_mod.add_format_argument(parser)
-    args_mod.add_host_argument(parser)
-    parser.set_defaults(func=run)
+class Doctor(commands.Report):
+    """is this host ready to cache volumes safely? exit 0/1/2/255
+
+    Checks casadm, kernel and modules, rootwrap, udev, state_path,
+    configuration, cache instances, cores and owners; exits 0 OK, 1
+    warnings, 2 failures, 255 internal error (oslo.upgradecheck).
+    """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        args_mod.add_host_argument(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        return run(parsed_args, functools.partial(self.emit, parsed_args))
+
+
+#: one row per finding (``-f value``/``csv``/``-c``)
+COLUMNS = ('level', 'check', 'message')
 
 
 def check_host(casadm: casadm_mod.Casadm, conf: cfg.ConfigOpts = CONF,
@@ -76,7 +87,7 @@ def _table(host: str, files: list[str], findings: list[Finding]) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, emit: Callable[..., None]) -> int:
     files = config.files_read(CONF)
     findings = check_host(casadm_mod.Casadm(), CONF, args.host)
     code = exit_code(findings)
@@ -87,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         'config_files': files,
         'findings': [dataclasses.asdict(f) for f in findings],
     }
-    output.emit(args.format, document,
-                lambda: _table(args.host, files, findings),
-                lambda: ((f.level, f.check, f.message) for f in findings))
+    emit(document, COLUMNS,
+         lambda: ((f.level, f.check, f.message) for f in findings),
+         lambda: _table(args.host, files, findings))
     return code

@@ -10,21 +10,23 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``os-brick-cas``: the operator command line of os-brick-cas."""
+"""``os-brick-cas``: the operator command line of os-brick-cas.
+
+A cliff application: its verbs are the ``os_brick_cas.cli`` entry points
+(:mod:`os_brick_cas.cmd.commands`), their output formats cliff's.
+"""
 
 import argparse
-import importlib
 import logging as std_logging
-import os
 import sys
-from typing import Optional
+from typing import Iterator, Optional
 import warnings
 
+from cliff import app
+from cliff import commandmanager
 from oslo_config import cfg
 from oslo_log import log as logging
-from oslo_privsep import daemon as privsep_daemon
 
-from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import config
 from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
 from os_brick_cas import version
@@ -32,62 +34,105 @@ from os_brick_cas import version
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
-#: modules that add subcommands; optional parts (nova_ext, cinder_ext) may be
-#: absent or fail to import without breaking the host commands.
-SUBCOMMAND_MODULES = [
-    'os_brick_cas.cmd.demo',
-    'os_brick_cas.cmd.status',
-    'os_brick_cas.cmd.doctor',
-    'os_brick_cas.cmd.flush',
-    'os_brick_cas.cmd.drain',
-    'os_brick_cas.cmd.bench',
-    'os_brick_cas.cmd.exporter',
-    'os_brick_cas.cmd.host',
-    'cinder_ext.admin',
-    'nova_ext.cmd',
-]
-
-#: commands that call casadm/rbd (root through privsep) on this host
-ROOT_COMMANDS = frozenset(('status', 'doctor', 'flush', 'drain', 'undrain',
-                           'owners', 'recover', 'discard'))
+NAMESPACE = 'os_brick_cas.cli'
 _CONFIG_OPTIONS = ('--config-file', '--config-dir')
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog='os-brick-cas',
-        description='Open CAS caching of Cinder RBD volumes on this host.')
-    parser.add_argument('--config-file', action='append', default=[],
-                        help='oslo.config file(s) with [os_brick_cas], '
-                             'anywhere on the line (default: nova\'s '
-                             'config as found on this host: oslo.config\'s '
-                             'nova.conf and os-brick-cas.conf search, %s '
-                             'and $%s; the files read are printed by '
-                             'status and doctor)' % (
-                                 '/' + config.KOLLA_NOVA_CONF, config.ENV))
-    parser.add_argument('--config-dir', action='append', default=[],
-                        help='directory of *.conf files, anywhere on the '
-                             'line (default: nova.conf.d and '
-                             'os-brick-cas.conf.d where oslo.config finds '
-                             'them)')
-    parser.add_argument('-v', '--verbose', action='store_true',
-                        help='log progress (INFO) to stderr')
-    parser.add_argument('--debug', action='store_true',
-                        help='log everything (DEBUG) to stderr')
-    parser.add_argument('--version', action='version',
-                        version='%(prog)s ' + version.version_string())
-    sub = parser.add_subparsers(dest='command', required=True)
-    for name in SUBCOMMAND_MODULES:
+class Stop(BaseException):
+    """Ends the run with an exit code (cliff would turn errors into 1)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Commands(commandmanager.CommandManager):
+    """The verbs registered under :data:`NAMESPACE`, those that can load.
+
+    Verbs of optional parts (nova_ext, cinder_ext) whose modules cannot be
+    imported here are not listed.
+    """
+
+    def load_commands(self, namespace: str) -> None:
+        super().load_commands(namespace)
+        for name, entry in list(self.commands.items()):
+            try:
+                factory = entry.load()
+            except (ImportError, AttributeError) as exc:
+                LOG.debug('verb %s unavailable: %s', name, exc)
+                del self.commands[name]
+                continue
+            available = getattr(factory, 'available', None)
+            if available is not None and not available():
+                del self.commands[name]
+
+
+class OsBrickCas(app.App):
+    """The ``os-brick-cas`` application."""
+
+    NAME = 'os-brick-cas'
+
+    def __init__(self, config_args: Optional[list[str]] = None) -> None:
+        self.config_args = config_args or []
+        super().__init__(
+            description='Open CAS caching of Cinder RBD volumes on this '
+                        'host.',
+            version=version.version_string(),
+            command_manager=Commands(NAMESPACE), deferred_help=True)
+
+    def build_option_parser(self, description: Optional[str],
+                            version: Optional[str],
+                            argparse_kwargs: Optional[dict] = None
+                            ) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(
+            prog=self.NAME, description=description, add_help=False,
+            allow_abbrev=False)
+        parser.add_argument('--config-file', action='append', default=[],
+                            help='oslo.config file(s) with [os_brick_cas], '
+                                 'anywhere on the line (default: nova\'s '
+                                 'config as found on this host: '
+                                 'oslo.config\'s nova.conf and '
+                                 'os-brick-cas.conf search, %s and $%s; '
+                                 'the files read are printed by status and '
+                                 'doctor)' % ('/' + config.KOLLA_NOVA_CONF,
+                                              config.ENV))
+        parser.add_argument('--config-dir', action='append', default=[],
+                            help='directory of files ending in .conf, '
+                                 'anywhere on the line (default: '
+                                 'nova.conf.d and '
+                                 'os-brick-cas.conf.d where oslo.config '
+                                 'finds them)')
+        parser.add_argument('-v', '--verbose', action='store_true',
+                            help='log progress (INFO) to stderr')
+        parser.add_argument('--debug', action='store_true',
+                            help='log everything (DEBUG) to stderr')
+        parser.add_argument('--version', action='version',
+                            version='%s %s' % (self.NAME, version))
+        parser.add_argument('-h', '--help', dest='deferred_help',
+                            action='store_true',
+                            help='show help (of a command: os-brick-cas '
+                                 'help COMMAND) and exit')
+        return parser
+
+    def configure_logging(self) -> None:
+        """Done in :meth:`initialize_app`, once the configuration is read."""
+
+    def initialize_app(self, argv: list[str]) -> None:
+        files, dirs = config.default_config()
         try:
-            module = importlib.import_module(name)
-        except ImportError as exc:
-            LOG.debug('subcommands of %s unavailable: %s', name, exc)
-            continue
-        register = getattr(module, 'register_subcommands', None) or getattr(
-            module, 'add_parser', None)
-        if register is not None:
-            register(sub)
-    return parser
+            CONF(self.config_args, project='os-brick-cas',
+                 default_config_files=files, default_config_dirs=dirs)
+        except (cfg.Error, OSError) as exc:
+            print('os-brick-cas: configuration: %s' % exc, file=sys.stderr)
+            raise Stop(2)
+        setup_logging(self.options)
+
+    def interact(self) -> None:
+        """No interactive shell: a command is required."""
+        self.parser.print_usage(sys.stderr)
+        print('os-brick-cas: a command is required ("os-brick-cas help" '
+              'lists them)', file=sys.stderr)
+        raise Stop(2)
 
 
 def split_config_args(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -134,6 +179,18 @@ def setup_logging(args: argparse.Namespace) -> None:
             std_logging.getLogger(name).setLevel(std_logging.ERROR)
 
 
+def parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """(prog, parser) of the application and of each verb, as documented."""
+    application = OsBrickCas()
+    yield application.NAME, application.parser
+    for name, entry in sorted(application.command_manager):
+        if name in ('help', 'complete'):
+            continue
+        prog = '%s %s' % (application.NAME, name)
+        yield prog, entry.load()(application, None,
+                                 cmd_name=name).get_parser(prog)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     if not sys.warnoptions:
         warnings.simplefilter('ignore', DeprecationWarning)
@@ -142,54 +199,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         logging.register_options(CONF)
     config_args, rest = split_config_args(
         sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(rest)
-    files, dirs = config.default_config()
     try:
-        CONF(config_args, project='os-brick-cas',
-             default_config_files=files, default_config_dirs=dirs)
-    except (cfg.Error, OSError) as exc:
-        print('os-brick-cas: configuration: %s' % exc, file=sys.stderr)
-        return 2
-    setup_logging(args)
-    if args.command in ROOT_COMMANDS and os.geteuid() != 0:
-        print(must_be_root(args.command), file=sys.stderr)
-        return 2
-    args_mod.resolve_host(args)
-    run_privileged_in_process_as_root()
-    try:
-        return args.func(args)
-    except privsep_daemon.FailedToDropPrivileges:
-        # a privsep daemon could not start (sudo/rootwrap refused)
-        print(must_be_root(args.command), file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print('os-brick-cas %s: interrupted (Ctrl-C); "os-brick-cas status" '
-              'shows where each volume stands' % args.command,
-              file=sys.stderr)
-        return args_mod.EXIT_INTERRUPTED
-
-
-def must_be_root(command: str) -> str:
-    """The one-line error of a command run without root."""
-    return ('os-brick-cas %s: must run as root (it calls casadm and rbd) '
-            '(try: sudo os-brick-cas %s ... / docker exec -u root '
-            'nova_compute os-brick-cas %s ...)' % (command, command, command))
-
-
-def run_privileged_in_process_as_root() -> None:
-    """An operator running the CLI as root needs no privsep daemon.
-
-    Services (nova-compute) start the daemon through rootwrap/sudo; a root
-    shell runs the same validated entry points in-process.
-    """
-    if os.geteuid() != 0:
-        return
-    import os_brick.privileged
-    import os_brick_cas.privileged
-    for context in (os_brick_cas.privileged.default,
-                    os_brick_cas.privileged.flush,
-                    os_brick.privileged.default):
-        context.set_client_mode(False)
+        return OsBrickCas(config_args).run(rest)
+    except Stop as stop:
+        return stop.code
 
 
 if __name__ == '__main__':

@@ -14,8 +14,9 @@
 
 import argparse
 import dataclasses
+import functools
 import sys
-from typing import Any, Optional
+from typing import Callable, Optional
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -23,8 +24,8 @@ from oslo_log import log as logging
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd.checks import owners as owner_checks
+from os_brick_cas.cmd import commands
 from os_brick_cas.cmd import config
-from os_brick_cas.cmd import output
 from os_brick_cas import exception
 from os_brick_cas import policy as policy_mod
 from os_brick_cas import report
@@ -33,12 +34,16 @@ CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        'status', help='cache instances, cached volumes, dirty data, hits')
-    args_mod.add_format_argument(parser)
-    args_mod.add_host_argument(parser)
-    parser.set_defaults(func=run)
+class Status(commands.Report):
+    """cache instances, cached volumes, dirty data, hits"""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        args_mod.add_host_argument(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        return run(parsed_args, functools.partial(self.emit, parsed_args))
 
 
 def configured_instances() -> dict[int, str]:
@@ -125,14 +130,19 @@ def owner_lines(reports: list[report.CacheReport], host: str
     return found, None
 
 
+#: one row per core (``-f value``/``csv``/``-c``)
+COLUMNS = ('cache_id', 'core_id', 'volume_id', 'state', 'dirty_blocks',
+           'device', 'drained')
+
+
 def _rows(reports: list[report.CacheReport]) -> list[tuple]:
-    """One row per core for ``--format value``."""
+    """One row per core, :data:`COLUMNS`."""
     return [(core.cache_id, core.core_id, core.volume_id or '-',
              core.status, _num(core.dirty_blocks), core.exported or '-',
              core.drained) for cache in reports for core in cache.cores]
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, emit: Callable[..., None]) -> int:
     configured = configured_instances()
     try:
         reports = report.host_report(casadm_mod.Casadm(), configured)
@@ -159,10 +169,9 @@ def run(args: argparse.Namespace) -> int:
             core['owner'] = owners.get(core['volume_id'])
     for note in notes:
         print('os-brick-cas status: %s' % note, file=sys.stderr)
-    output.emit(args.format, document,
-                lambda: _header(args.host, files) + render_table(
-                    reports, owners, offered_known=bool(configured)),
-                lambda: _rows(reports))
+    emit(document, COLUMNS, lambda: _rows(reports),
+         lambda: _header(args.host, files) + render_table(
+             reports, owners, offered_known=bool(configured)))
     return 0
 
 

@@ -60,7 +60,7 @@ def attach_write_detach(request: dict[str, Any]) -> dict[str, Any]:
     from nova.virt import fake as fake_virt
 
     from nova_ext import driver as nova_ext_driver
-    from os_brick_cas.cmd import main as cas_cmd
+    from os_brick_cas.cmd import commands as cas_cmd
     from tests.ceph import blockio
 
     _configure(request['host_options'])
