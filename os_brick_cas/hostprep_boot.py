@@ -91,9 +91,9 @@ def findings(conf: cfg.ConfigOpts = CONF) -> list[Finding]:
     result: list[Finding] = []
     if not os.path.isdir(os.path.join(root, 'run', 'systemd', 'system')):
         # sd_booted(3): systemd is not the init system here
-        result.append(('OK', 'systemd does not run under %s (a container?): '
-                             'boot order not checked here; run doctor on '
-                             'the host' % root))
+        result.append(('SKIP', 'systemd does not run under %s (a '
+                               'container?): boot order not checked here; '
+                               'run doctor on the host' % root))
     else:
         result += _unit_findings(root, group.nova_compute_units)
     for row in _eager_core_rows(group.opencas_conf):

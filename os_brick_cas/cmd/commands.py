@@ -35,7 +35,8 @@ from os_brick_cas.cmd import args as args_mod
 
 #: verbs that call casadm/rbd (root through privsep) on this host
 ROOT_COMMANDS = frozenset(('status', 'doctor', 'flush', 'drain', 'undrain',
-                           'owners', 'recover', 'discard'))
+                           'owners', 'recover', 'discard', 'exporter',
+                           'host'))
 
 
 def must_be_root(verb: str) -> str:

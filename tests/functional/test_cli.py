@@ -733,3 +733,16 @@ class ConventionsTestCase(CliTestCase):
                          'casadm and rbd) (try: sudo os-brick-cas status ... '
                          '/ docker exec -u root nova_compute os-brick-cas '
                          'status ...)', err.strip())
+        # every verb that calls casadm, the exporter included (before: a
+        # privsep traceback and HTTP 500 on every scrape)
+        textfile = os.path.join(self.tmp, 'cas.prom')
+        for argv in (['doctor'], ['drain', '--all'], ['undrain', '--all'],
+                     ['flush', '--all'], ['owners', '-f', 'json'],
+                     ['exporter', '--textfile', textfile], ['host', 'check']):
+            with mock.patch('os.geteuid', return_value=1000):
+                code, out, err = self.cli(*argv)
+            self.assertEqual((2, ''), (code, out), argv)
+            self.assertEqual(
+                ['os-brick-cas %s: must run as root (it calls casadm and '
+                 'rbd)' % argv[0]], [line.split(' (try')[0]
+                                     for line in err.splitlines()], argv)
