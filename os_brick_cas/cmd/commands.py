@@ -187,7 +187,7 @@ class Verb(Operator):
 def verb(module: str, name: str) -> type:
     """A :class:`Verb` class for the verb *name* that *module* registers."""
     return type(name.title().replace('-', ''), (Verb,), {
-        'module': module, 'verb': name,
+        'module': module, 'verb': name, '__module__': __name__,
         '__doc__': 'os-brick-cas %s (registered by %s)' % (name, module)})
 
 

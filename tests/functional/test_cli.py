@@ -694,6 +694,18 @@ class OutputFormatTestCase(CliTestCase):
         code, out, err = self.cli('doctor', '-f', 'value')
         self.assertIn('OK casadm casadm ', out)
 
+    def test_csv_and_columns_are_cliffs(self):
+        self.attach(VOL_WB, 'wb')
+        code, out, err = self.cli('status', '-f', 'csv', '-c', 'volume_id',
+                                  '-c', 'state')
+        self.assertEqual(0, code, err)
+        self.assertEqual(['"volume_id","state"', '"%s","Active"' % VOL_WB],
+                         out.splitlines())
+        code, out, err = self.cli('doctor', '-f', 'json', '-c', 'exit_code',
+                                  '-c', 'config_files')
+        self.assertEqual({'exit_code': code, 'config_files': []},
+                         json.loads(out))
+
 
 class ConventionsTestCase(CliTestCase):
     """What an operator's shell sees (issue 23, 5)."""
