@@ -165,12 +165,15 @@ class DoctorTestCase(CliTestCase):
         self.assertTrue(lines[0].startswith('host '), lines[0])
         # owners need Cinder credentials: not checked, and said so
         # and the host layout is optional: none here, said so
-        skip, layout = [line for line in lines
-                        if not line.startswith('OK ')][1:-1]
+        # and the boot order where systemd does not run: not OK (a check
+        # that did not run), SKIP
+        skip, boot, layout = [line for line in lines
+                              if not line.startswith('OK ')][1:-1]
         self.assertTrue(skip.startswith('SKIP owners: not checked: no Cinder '
                                         'credentials'), skip)
+        self.assertTrue(boot.startswith('SKIP systemd does not run'), boot)
         self.assertTrue(layout.startswith('SKIP no host layout at '), layout)
-        self.assertEqual('all checks that ran passed; 2 not checked (SKIP)',
+        self.assertEqual('all checks that ran passed; 3 not checked (SKIP)',
                          lines[-1])
         for found in ('OK   kernel module rbd is loaded',
                       'OK   kernel module cas_cache is loaded',
