@@ -19,7 +19,6 @@ admin.
 """
 
 import argparse
-import functools
 import os
 import sys
 from typing import Any, Callable, Optional
@@ -233,7 +232,7 @@ def owners(args: argparse.Namespace,
     return 0
 
 
-class Owners(commands.Report):
+class Owners(commands.HostReport):
     """cached volumes here and who Cinder's fence marker names as owner
 
     For each cached volume here: dirty blocks, the attachment this host
@@ -241,13 +240,7 @@ class Owners(commands.Report):
     do.
     """
 
-    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
-        parser = super().get_parser(prog_name)
-        args_mod.add_host_argument(parser)
-        return parser
-
-    def take_action(self, parsed_args: argparse.Namespace) -> int:
-        return owners(parsed_args, functools.partial(self.emit, parsed_args))
+    report = staticmethod(owners)
 
 
 def owner_source() -> Optional[fence.FenceClient]:

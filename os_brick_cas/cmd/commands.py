@@ -22,6 +22,7 @@ cliff command without changing the module.
 """
 
 import argparse
+import functools
 import importlib
 import os
 import sys
@@ -128,6 +129,25 @@ class Report(Operator, display.DisplayCommandBase):
                     for row in data)
         self.formatter.emit_list(names, data, sys.stdout, parsed_args)
         return 0
+
+
+class HostReport(Report):
+    """A listing verb about this host: ``--host`` and ``report(args, emit)``.
+
+    ``emit(document, columns, rows, text=None)`` is :meth:`Report.emit`
+    for the parsed arguments; ``report`` returns the exit code.
+    """
+
+    report: Callable[[argparse.Namespace, Callable[..., None]], int]
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        args_mod.add_host_argument(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        return type(self).report(parsed_args,
+                                 functools.partial(self.emit, parsed_args))
 
 
 class _Into:

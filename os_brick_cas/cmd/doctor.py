@@ -21,13 +21,11 @@ when a check itself crashed.
 
 import argparse
 import dataclasses
-import functools
 from typing import Any, Callable, Optional
 
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
-from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import checks
 from os_brick_cas.cmd.checks import owners as owner_checks
 from os_brick_cas.cmd import commands
@@ -44,23 +42,6 @@ RESULTS = {0: OK, 1: WARN, 2: FAIL, 255: checks.ERROR}
 #: set by cinder_ext.admin when installed: returns a FenceClient, or None
 #: when no Cinder credentials are configured (owners are then not checked)
 OWNER_SOURCE: Optional[Callable[[], Any]] = None
-
-
-class Doctor(commands.Report):
-    """is this host ready to cache volumes safely? exit 0/1/2/255
-
-    Checks casadm, kernel and modules, rootwrap, udev, state_path,
-    configuration, cache instances, cores and owners; exits 0 OK, 1
-    warnings, 2 failures, 255 internal error (oslo.upgradecheck).
-    """
-
-    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
-        parser = super().get_parser(prog_name)
-        args_mod.add_host_argument(parser)
-        return parser
-
-    def take_action(self, parsed_args: argparse.Namespace) -> int:
-        return run(parsed_args, functools.partial(self.emit, parsed_args))
 
 
 #: one row per finding (``-f value``/``csv``/``-c``)
@@ -102,3 +83,14 @@ def run(args: argparse.Namespace, emit: Callable[..., None]) -> int:
          lambda: ((f.level, f.check, f.message) for f in findings),
          lambda: _table(args.host, files, findings))
     return code
+
+
+class Doctor(commands.HostReport):
+    """is this host ready to cache volumes safely? exit 0/1/2/255
+
+    Checks casadm, kernel and modules, rootwrap, udev, state_path,
+    configuration, cache instances, cores and owners; exits 0 OK, 1
+    warnings, 2 failures, 255 internal error (oslo.upgradecheck).
+    """
+
+    report = staticmethod(run)

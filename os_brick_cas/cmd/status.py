@@ -14,7 +14,6 @@
 
 import argparse
 import dataclasses
-import functools
 import sys
 from typing import Callable, Optional
 
@@ -22,7 +21,6 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
-from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd.checks import owners as owner_checks
 from os_brick_cas.cmd import commands
 from os_brick_cas.cmd import config
@@ -32,18 +30,6 @@ from os_brick_cas import report
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
-
-
-class Status(commands.Report):
-    """cache instances, cached volumes, dirty data, hits"""
-
-    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
-        parser = super().get_parser(prog_name)
-        args_mod.add_host_argument(parser)
-        return parser
-
-    def take_action(self, parsed_args: argparse.Namespace) -> int:
-        return run(parsed_args, functools.partial(self.emit, parsed_args))
 
 
 def configured_instances() -> dict[int, str]:
@@ -178,3 +164,9 @@ def run(args: argparse.Namespace, emit: Callable[..., None]) -> int:
 def _header(host: str, files: list[str]) -> str:
     return 'host %s; configuration read from: %s\n\n' % (
         host, ', '.join(files) or 'no file')
+
+
+class Status(commands.HostReport):
+    """cache instances, cached volumes, dirty data, hits"""
+
+    report = staticmethod(run)
