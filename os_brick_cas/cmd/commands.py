@@ -68,7 +68,7 @@ class Operator(command.Command):
 
     def run(self, parsed_args: argparse.Namespace) -> int:
         verb = self.cmd_name or ''
-        if verb in ROOT_COMMANDS and os.geteuid() != 0:
+        if verb.split(' ')[0] in ROOT_COMMANDS and os.geteuid() != 0:
             print(must_be_root(verb), file=sys.stderr)
             return 2
         args_mod.resolve_host(parsed_args)
@@ -154,19 +154,33 @@ class _Into:
     """Stands in for argparse's subparsers while a module registers.
 
     The module's ``add_parser``/``register_subcommands`` fills the cliff
-    command's parser for its verb; its other verbs go to throw-away
-    parsers.
+    command's parser for its verb (``words``: ``['host', 'plan']`` for a
+    verb the module nests); its other verbs go to throw-away parsers.
     """
 
-    def __init__(self, verb: str, parser: argparse.ArgumentParser) -> None:
-        self.verb, self.parser, self.help = verb, parser, ''
+    def __init__(self, words: list[str],
+                 parser: argparse.ArgumentParser) -> None:
+        self.words, self.parser, self.help = words, parser, ''
 
-    def add_parser(self, name: str, help: str = '',
-                   **kwargs: Any) -> argparse.ArgumentParser:
-        if name != self.verb:
+    def add_parser(self, name: str, help: str = '', **kwargs: Any) -> Any:
+        if name != self.words[0]:
             return argparse.ArgumentParser(add_help=False)
+        if len(self.words) > 1:
+            return _Level(self)
         self.help = help
         return self.parser
+
+
+class _Level(argparse.ArgumentParser):
+    """The parser of a verb's first word, whose subparsers hold the rest."""
+
+    def __init__(self, into: _Into) -> None:
+        super().__init__(add_help=False)
+        self.into = into
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        self.into.words = self.into.words[1:]
+        return self.into
 
 
 class Verb(Operator):
@@ -188,7 +202,7 @@ class Verb(Operator):
         module = importlib.import_module(self.module)
         register = getattr(module, 'register_subcommands', None) or getattr(
             module, 'add_parser')
-        into = _Into(self.verb, parser)
+        into = _Into(self.verb.split(), parser)
         register(into)
         return into.help
 
@@ -206,7 +220,7 @@ class Verb(Operator):
 
 def verb(module: str, name: str) -> type:
     """A :class:`Verb` class for the verb *name* that *module* registers."""
-    return type(name.title().replace('-', ''), (Verb,), {
+    return type(name.title().replace('-', '').replace(' ', ''), (Verb,), {
         'module': module, 'verb': name, '__module__': __name__,
         '__doc__': 'os-brick-cas %s (registered by %s)' % (name, module)})
 
@@ -217,7 +231,9 @@ Drain = verb('os_brick_cas.cmd.drain', 'drain')
 Undrain = verb('os_brick_cas.cmd.drain', 'undrain')
 Bench = verb('os_brick_cas.cmd.bench', 'bench')
 Exporter = verb('os_brick_cas.cmd.exporter', 'exporter')
-Host = verb('os_brick_cas.cmd.host', 'host')
+HostPlan = verb('os_brick_cas.cmd.host', 'host plan')
+HostApply = verb('os_brick_cas.cmd.host', 'host apply')
+HostCheck = verb('os_brick_cas.cmd.host', 'host check')
 TypeCreate = verb('cinder_ext.admin', 'type-create')
 TypeShow = verb('cinder_ext.admin', 'type-show')
 FenceShow = verb('cinder_ext.admin', 'fence-show')

@@ -757,7 +757,8 @@ class ConventionsTestCase(CliTestCase):
             with mock.patch('os.geteuid', return_value=1000):
                 code, out, err = self.cli(*argv)
             self.assertEqual((2, ''), (code, out), argv)
+            verb = ' '.join(argv[:2]) if argv[0] == 'host' else argv[0]
             self.assertEqual(
                 ['os-brick-cas %s: must run as root (it calls casadm and '
-                 'rbd)' % argv[0]], [line.split(' (try')[0]
-                                     for line in err.splitlines()], argv)
+                 'rbd)' % verb], [line.split(' (try')[0]
+                                  for line in err.splitlines()], argv)

@@ -29,12 +29,17 @@ LISTING = ('status', 'doctor', 'owners')
 
 
 def setup_cfg_verbs() -> dict[str, str]:
-    """verb -> 'module:Class' of setup.cfg's os_brick_cas.cli entry points."""
+    """verb -> 'module:Class' of setup.cfg's os_brick_cas.cli entry points.
+
+    cliff reads ``_`` in an entry point's name as a space: ``host_plan``
+    is ``os-brick-cas host plan``.
+    """
     parser = configparser.ConfigParser()
     parser.read(os.path.join(REPO, 'setup.cfg'))
     lines = parser['entry_points'][main.NAMESPACE].strip().splitlines()
-    return dict(tuple(part.strip() for part in line.split('='))
-                for line in lines)
+    entries = (line.split('=') for line in lines)
+    return {name.strip().replace('_', ' '): target.strip()
+            for name, target in entries}
 
 
 def run(*argv: str) -> tuple[int, str, str]:
