@@ -193,11 +193,16 @@ def configure(workdir: str, host: fixture.SimulatedHost,
         CONF.set_override(name, value, group=opts.GROUP)
 
 
-def props(image: str) -> dict[str, Any]:
-    return {'name': '%s/%s' % (POOL, image), 'hosts': ['127.0.0.1'],
-            'ports': ['6789'], 'auth_username': 'admin',
+def props(image: str, mode: Optional[str] = 'wb', port: str = '6789'
+          ) -> dict[str, Any]:
+    """Connection properties of *image*; *mode* None: not cacheable."""
+    data = {'name': '%s/%s' % (POOL, image), 'hosts': ['127.0.0.1'],
+            'ports': [port], 'auth_username': 'admin',
             'cluster_name': 'ceph', 'volume_id': image,
-            'auth_enabled': False, 'cacheable': True, 'cache_mode': 'wb'}
+            'auth_enabled': False}
+    if mode is not None:
+        data.update(cacheable=True, cache_mode=mode)
+    return data
 
 
 def measure(args: argparse.Namespace, ceph_conf: str, workdir: str,
