@@ -45,15 +45,25 @@ def _base_profile(name: str) -> str:
 
 def latency_series(results: list[dict[str, Any]]
                    ) -> dict[str, list[Optional[float]]]:
-    """``{"profile dir device": [avg, P99, P99.9, P99.99 µs]}`` (last run)."""
+    """``{"profile dir device": [avg, P99, P99.9, P99.99 µs]}`` (last run).
+
+    An item with a ``phase`` ("cold", "warm") gets a line of its own
+    ("profile phase dir device"); phase "warming" (the runs between) is
+    left to the warm-up panel.
+    """
     series = {}
     for item in results:
+        phase = item.get('phase')
+        if phase == 'warming':
+            continue
+        profile = _base_profile(item['profile'])
+        if phase:
+            profile = '%s %s' % (profile, phase)
         for direction in ('read', 'write'):
             values = item.get(direction)
             if values is None:
                 continue
-            key = '%s %s %s' % (_base_profile(item['profile']), direction,
-                                item['device'])
+            key = '%s %s %s' % (profile, direction, item['device'])
             series[key] = [getattr(values, attr) for _, attr in PERCENTILES]
     return series
 

@@ -74,6 +74,22 @@ class PlotTestCase(testtools.TestCase):
             warm.get_label(), list(warm.get_xdata()),
             list(warm.get_ydata())))
 
+    def test_cold_and_warm_runs_get_lines_of_their_own(self):
+        items = results()
+        for item, phase in zip(items, ('cold', 'cold', 'warm', 'warm')):
+            item['phase'] = phase
+        warming = dict(items[1], profile='randrw70-qd1 #3', run=3,
+                       phase='warming')
+        series = benchplot.latency_series(items + [warming])
+        self.assertEqual(
+            {'randrw70-qd1 %s %s %s' % (phase, direction, device)
+             for phase in ('cold', 'warm')
+             for direction in ('read', 'write')
+             for device in ('ceph', 'cas')}, set(series))
+        self.assertEqual([(1, 0.1), (2, 0.9), (3, 0.1)],
+                         benchplot.warmup_series(items + [warming])[
+                             'randrw70-qd1 cas'])
+
     def test_drain_line_joins_the_medians_per_policy(self):
         try:
             benchplot.require()
