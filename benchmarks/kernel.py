@@ -411,17 +411,27 @@ def run_guest(args: argparse.Namespace) -> int:
             host.stop_caches()
         rounds.append({'fio': fio, 'drain': drains,
                        'control': host.control})
+        save(results_dir, {'where': where, 'runtime_s': args.runtime,
+                           'repeat': args.repeat, 'fio_mb': args.fio_mb,
+                           'rounds': rounds}, report)
     emit('== summary (%d round(s), %.0f s)' % (
         len(rounds), time.monotonic() - started))
     emit(summary(rounds))
-    if results_dir:
-        with open(os.path.join(results_dir, 'bench.json'), 'w') as out:
-            json.dump({'where': where, 'runtime_s': args.runtime,
+    save(results_dir, {'where': where, 'runtime_s': args.runtime,
                        'repeat': args.repeat, 'fio_mb': args.fio_mb,
-                       'rounds': rounds}, out, indent=1)
-        with open(os.path.join(results_dir, 'bench.txt'), 'w') as out:
-            out.write('\n'.join(report) + '\n')
+                       'rounds': rounds}, report)
     return 0
+
+
+def save(results_dir: Optional[str], data: dict[str, Any],
+         report: list[str]) -> None:
+    """bench.json and bench.txt so far (kept if a later round fails)."""
+    if not results_dir:
+        return
+    with open(os.path.join(results_dir, 'bench.json'), 'w') as out:
+        json.dump(data, out, indent=1)
+    with open(os.path.join(results_dir, 'bench.txt'), 'w') as out:
+        out.write('\n'.join(report) + '\n')
 
 
 # -- figures (on the host, with matplotlib) ----------------------------------
