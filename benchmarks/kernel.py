@@ -200,6 +200,9 @@ class Host(object):
         self.control.append({'op': 'detach', 'mode': (
             props.get('cache_mode') or 'krbd') + note, 'total': total,
             'calls': calls})
+        # memstore keeps every written byte in the OSD's RAM: a full OSD
+        # blocks writes (and so flushes) of later rounds
+        run('rbd', '-c', self.ceph_conf, 'rm', props['name'])
 
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
