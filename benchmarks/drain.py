@@ -257,6 +257,19 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
+def start_report() -> tuple[list[str], Callable[[str], None]]:
+    """Configure the CLI in-process (root) and return (lines, emit)."""
+    report: list[str] = []
+
+    def emit(line: str) -> None:
+        report.append(line)
+        print(line, flush=True)
+
+    CONF([], project='os-brick-cas')
+    cas_cmd.run_privileged_in_process_as_root()
+    return report, emit
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--dirty', type=parse_sizes,
@@ -285,14 +298,7 @@ def main(argv: list[str]) -> int:
         print('Ceph tools missing: %s (tools/install-ceph.sh installs '
               'them)' % ', '.join(missing), file=sys.stderr)
         return 2
-    report: list[str] = []
-
-    def emit(line: str) -> None:
-        report.append(line)
-        print(line, flush=True)
-
-    CONF([], project='os-brick-cas')
-    cas_cmd.run_privileged_in_process_as_root()
+    report, emit = start_report()
     workdir = tempfile.mkdtemp(prefix='os-brick-cas-drain-bench-')
     with contextlib.ExitStack() as stack:
         stack.callback(shutil.rmtree, workdir, ignore_errors=True)

@@ -60,10 +60,8 @@ from oslo_config import cfg
 from os_brick_cas import bench
 from os_brick_cas import benchplot
 from os_brick_cas.cmd import bench as bench_cmd
-from os_brick_cas.cmd import main as cas_cmd
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import opts
-from tests.kernel import base as kernel_base
 
 import drain as drain_bench   # benchmarks/drain.py
 
@@ -386,14 +384,8 @@ def run_guest(args: argparse.Namespace) -> int:
         print('runs only inside the real-kernel guest: '
               'tools/run-kernel-tests.sh --bench', file=sys.stderr)
         return 2
-    report: list[str] = []
-
-    def emit(line: str) -> None:
-        report.append(line)
-        print(line, flush=True)
-
-    CONF([], project='os-brick-cas')
-    cas_cmd.run_privileged_in_process_as_root()
+    from tests.kernel import base as kernel_base   # the guest's checkout
+    report, emit = drain_bench.start_report()
     port = kernel_base.mon_port()
     version = run('casadm', '-V', '-o', 'csv').strip().replace('\n', '; ')
     where = '%s; kernel %s; %s' % (LABEL, os.uname().release, version)
