@@ -193,11 +193,16 @@ def configure(workdir: str, host: fixture.SimulatedHost,
         CONF.set_override(name, value, group=opts.GROUP)
 
 
-def props(image: str) -> dict[str, Any]:
-    return {'name': '%s/%s' % (POOL, image), 'hosts': ['127.0.0.1'],
-            'ports': ['6789'], 'auth_username': 'admin',
+def props(image: str, mode: Optional[str] = 'wb', port: str = '6789'
+          ) -> dict[str, Any]:
+    """Connection properties of *image*; *mode* None: not cacheable."""
+    data = {'name': '%s/%s' % (POOL, image), 'hosts': ['127.0.0.1'],
+            'ports': [port], 'auth_username': 'admin',
             'cluster_name': 'ceph', 'volume_id': image,
-            'auth_enabled': False, 'cacheable': True, 'cache_mode': 'wb'}
+            'auth_enabled': False}
+    if mode is not None:
+        data.update(cacheable=True, cache_mode=mode)
+    return data
 
 
 def measure(args: argparse.Namespace, ceph_conf: str, workdir: str,
@@ -252,6 +257,19 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
+def start_report() -> tuple[list[str], Callable[[str], None]]:
+    """Configure the CLI in-process (root) and return (lines, emit)."""
+    report: list[str] = []
+
+    def emit(line: str) -> None:
+        report.append(line)
+        print(line, flush=True)
+
+    CONF([], project='os-brick-cas')
+    cas_cmd.run_privileged_in_process_as_root()
+    return report, emit
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--dirty', type=parse_sizes,
@@ -280,14 +298,7 @@ def main(argv: list[str]) -> int:
         print('Ceph tools missing: %s (tools/install-ceph.sh installs '
               'them)' % ', '.join(missing), file=sys.stderr)
         return 2
-    report: list[str] = []
-
-    def emit(line: str) -> None:
-        report.append(line)
-        print(line, flush=True)
-
-    CONF([], project='os-brick-cas')
-    cas_cmd.run_privileged_in_process_as_root()
+    report, emit = start_report()
     workdir = tempfile.mkdtemp(prefix='os-brick-cas-drain-bench-')
     with contextlib.ExitStack() as stack:
         stack.callback(shutil.rmtree, workdir, ignore_errors=True)

@@ -45,15 +45,25 @@ def _base_profile(name: str) -> str:
 
 def latency_series(results: list[dict[str, Any]]
                    ) -> dict[str, list[Optional[float]]]:
-    """``{"profile dir device": [avg, P99, P99.9, P99.99 µs]}`` (last run)."""
+    """``{"profile dir device": [avg, P99, P99.9, P99.99 µs]}`` (last run).
+
+    An item with a ``phase`` ("cold", "warm") gets a line of its own
+    ("profile phase dir device"); phase "warming" (the runs between) is
+    left to the warm-up panel.
+    """
     series = {}
     for item in results:
+        phase = item.get('phase')
+        if phase == 'warming':
+            continue
+        profile = _base_profile(item['profile'])
+        if phase:
+            profile = '%s %s' % (profile, phase)
         for direction in ('read', 'write'):
             values = item.get(direction)
             if values is None:
                 continue
-            key = '%s %s %s' % (_base_profile(item['profile']), direction,
-                                item['device'])
+            key = '%s %s %s' % (profile, direction, item['device'])
             series[key] = [getattr(values, attr) for _, attr in PERCENTILES]
     return series
 
@@ -111,6 +121,50 @@ def plot(results: list[dict[str, Any]], path: str, where: str) -> Any:
     else:
         warmup.text(0.5, 0.5, 'no Open CAS device measured', ha='center',
                     transform=warmup.transAxes)
+    figure.tight_layout()
+    figure.savefig(path, format='png', dpi=100)
+    pyplot.close(figure)
+    return figure
+
+
+def plot_drain(rows: list[dict[str, Any]], path: str, where: str) -> Any:
+    """Drain seconds against dirty MiB at drain start, one line a policy.
+
+    *rows*: ``{'policy', 'dirty_before' (4 KiB blocks), 'seconds'}``; every
+    row is a point, the line joins the medians per written amount.
+    """
+    require()
+    import statistics
+
+    import matplotlib
+    matplotlib.use('Agg')
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(8, 5))
+    figure.suptitle('Drain time against dirty data: %s' % where,
+                    fontsize='medium')
+    policies: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        policies.setdefault(row['policy'], []).append(row)
+    for policy, items in policies.items():
+        points = [(row['dirty_before'] * 4 / 1024.0, row['seconds'])
+                  for row in items]
+        line, = axes.plot([], [], marker='o', label=policy)
+        axes.scatter(*zip(*points), color=line.get_color(), alpha=0.4,
+                     s=14)
+        by_written: dict[int, list[tuple[float, float]]] = {}
+        for row, point in zip(items, points):
+            by_written.setdefault(row.get('written', 0), []).append(point)
+        medians = sorted((statistics.median(x for x, _ in group),
+                          statistics.median(y for _, y in group))
+                         for group in by_written.values())
+        line.set_data(*zip(*medians))
+    axes.set_xlabel('dirty data at drain start (MiB)')
+    axes.set_ylabel('drain time (s): IO-class load + flush')
+    axes.grid(True, alpha=0.3)
+    axes.legend(title='cleaning policy')
+    axes.relim()
+    axes.autoscale_view()
     figure.tight_layout()
     figure.savefig(path, format='png', dpi=100)
     pyplot.close(figure)

@@ -6,6 +6,9 @@
 #   tools/run-kernel-tests.sh                # tests/kernel, all of it
 #   tools/run-kernel-tests.sh test_drain ... # only these modules / test ids
 #   tools/run-kernel-tests.sh --probe        # set the guest up, run nothing
+#   tools/run-kernel-tests.sh --bench [ARGS] # benchmarks/kernel.py run ARGS
+#                                            # (figures, not tests; results
+#                                            # in bench.txt / bench.json)
 # Environment:
 #   OS_BRICK_CAS_OPENCAS_TARBALL  Open CAS release tarball to build (default:
 #                                 the newest in ../shared/vendor/open-cas/)
@@ -31,6 +34,7 @@ note() { echo "[kernel $((SECONDS))s] $*"; }
 mode=tests
 case "${1:-}" in
     --probe) mode=probe; shift ;;
+    --bench) mode=bench; shift ;;
 esac
 [ "$(id -u)" -eq 0 ] || fail "needs root (apt-get, and it runs qemu)"
 venv=${VENV:-$checkout/.venv}

@@ -4,7 +4,8 @@
 #   guest.sh RESULTS CHECKOUT OPENCAS_ROOT VENV MODE [ARGS...]
 # MODE: tests (tests/kernel in one process, results loaded into stestr;
 # ARGS: test ids or modules instead of all of tests/kernel) or probe (set
-# up, run nothing).
+# up, run nothing) or bench (benchmarks/kernel.py run ARGS: figures into
+# RESULTS/bench.txt and bench.json).
 # Sets the guest up as a compute node: Open CAS installed from the staging
 # root (module, casadm, casctl, its udev loader), krbd and brd loaded,
 # systemd-udevd with ceph's and os-brick-cas's rules, a one-node Ceph on
@@ -95,6 +96,11 @@ case "$mode" in
         grep -q '^Passed tests: *[1-9]' "$results/stats.txt" || rc=1
         [ $rc -eq 0 ] || "$venv/bin/stestr" failing > "$results/failing.txt" 2>&1
         ;;
+    bench)
+        step "running benchmarks/kernel.py run $*"
+        (cd "$checkout" && "$venv/bin/python" benchmarks/kernel.py run \
+            --results "$results" "$@")
+        rc=$? ;;
     probe)
         casadm -L; rbd -c "$conf" ls volumes; rc=$? ;;
     *) die "unknown mode $mode" ;;

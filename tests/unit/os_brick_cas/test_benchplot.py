@@ -74,6 +74,45 @@ class PlotTestCase(testtools.TestCase):
             warm.get_label(), list(warm.get_xdata()),
             list(warm.get_ydata())))
 
+    def test_cold_and_warm_runs_get_lines_of_their_own(self):
+        items = results()
+        for item, phase in zip(items, ('cold', 'cold', 'warm', 'warm')):
+            item['phase'] = phase
+        warming = dict(items[1], profile='randrw70-qd1 #3', run=3,
+                       phase='warming')
+        series = benchplot.latency_series(items + [warming])
+        self.assertEqual(
+            {'randrw70-qd1 %s %s %s' % (phase, direction, device)
+             for phase in ('cold', 'warm')
+             for direction in ('read', 'write')
+             for device in ('ceph', 'cas')}, set(series))
+        self.assertEqual([(1, 0.1), (2, 0.9), (3, 0.1)],
+                         benchplot.warmup_series(items + [warming])[
+                             'randrw70-qd1 cas'])
+
+    def test_drain_line_joins_the_medians_per_policy(self):
+        try:
+            benchplot.require()
+        except benchplot.PlotUnavailable:
+            self.skipTest('matplotlib not installed')
+        rows = [{'policy': policy, 'written': written,
+                 'dirty_before': dirty, 'seconds': seconds}
+                for policy, written, dirty, seconds in (
+                    ('nop', 1024, 1024, 1.0), ('nop', 1024, 1024, 5.0),
+                    ('nop', 1024, 1024, 2.0), ('nop', 4096, 4096, 5.0),
+                    ('acp', 4096, 2048, 0.5))]
+        path = os.path.join(self.tmp, 'drain.png')
+        figure = benchplot.plot_drain(rows, path, 'test host')
+        with open(path, 'rb') as png:
+            self.assertEqual(b'\x89PNG', png.read(4))
+        [axes] = figure.axes
+        lines = {line.get_label(): (list(line.get_xdata()),
+                                    list(line.get_ydata()))
+                 for line in axes.get_lines()}
+        # MiB at drain start; the median of the three 1024-block runs
+        self.assertEqual({'nop': ([4.0, 16.0], [2.0, 5.0]),
+                          'acp': ([8.0], [0.5])}, lines)
+
     def test_without_matplotlib_refused_before_fio_runs(self):
         # in place: the import system reads this very dict
         hidden = mock.patch.dict(sys.modules, {'matplotlib': None})
