@@ -49,5 +49,7 @@ grep -Eq '^localhost +: .*changed=0 .*failed=0' "$work/build-2.log" ||
     fail "the second run of the build tasks changed something"
 root=$(cat "$work/root")
 [ $# -gt 0 ] || set -- test_provisioned test_attach
+# two plays (depmod alone takes ~90 s under TCG) before the tests
+export OS_BRICK_CAS_KERNEL_TIMEOUT=${OS_BRICK_CAS_KERNEL_TIMEOUT:-1800}
 OS_BRICK_CAS_KERNEL_ANSIBLE_VENV=$venv OS_BRICK_CAS_KERNEL_OPENCAS_ROOT=$root \
     flock /tmp/os-brick-cas-qemu.lock tools/run-kernel-tests.sh "$@"
