@@ -81,7 +81,8 @@ if [ "$mode" = provision ]; then
     # test_provisioned.py reads both recaps)
     export LC_ALL=C.UTF-8 HOME=/tmp/ansible-home ANSIBLE_NOCOLOR=1 \
         ANSIBLE_ROLES_PATH=$checkout/deploy/ansible/roles \
-        ANSIBLE_LOCAL_TEMP=/tmp/ansible-home/tmp
+        ANSIBLE_LOCAL_TEMP=/tmp/ansible-home/tmp \
+        ANSIBLE_REMOTE_TEMP=/tmp/ansible-home/remote
     mkdir -p "$HOME"
     for run in 1 2; do
         step "provisioning with the os_brick_cas role (run $run)"
