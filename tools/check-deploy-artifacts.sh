@@ -6,7 +6,8 @@
 #   casadm is built from the Open CAS release the devstack plugin uses,
 #   os-brick-cas is installed into nova-compute, cinder-volume and
 #   cinder-api, each image ends as its own user;
-# - the YAML files parse and are yamllint-clean.
+# - the YAML files parse and are yamllint-clean;
+# - the os_brick_cas Ansible role is ansible-lint clean (production profile).
 # Uses its own virtualenv (DEPLOY_VENV, default outside the tree, where
 # flake8 does not look): kolla pins versions that must not reach the
 # product's .venv. About 25 s once the venv exists (about 1 min more to
@@ -85,4 +86,12 @@ for key in ('nova_user_pip_packages', 'cinder_user_pip_packages',
 assert osa['nova_nova_conf_overrides']['os_brick_cas']['cache_instances']
 print('YAML: %d files parse' % len(sys.argv[1:]))
 PY
+# the os_brick_cas Ansible role, its example playbook and the playbooks the
+# real-kernel tier runs it with (tools/run-ansible-tests.sh): ansible-lint's
+# production profile, in its own pinned virtualenv
+ansible_venv=$(tools/ansible-venv.sh) || fail "no ansible-lint virtualenv"
+(cd deploy/ansible && ANSIBLE_ROLES_PATH=$PWD/roles LC_ALL=C.UTF-8 \
+    "$ansible_venv/bin/ansible-lint" --nocolor --offline -c .ansible-lint \
+    os-brick-cas-host.yml roles/ ../../tools/kernel/ansible-build.yml \
+    ../../tools/kernel/ansible-guest.yml) || fail "ansible-lint"
 echo "deploy artefacts OK"

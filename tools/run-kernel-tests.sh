@@ -19,6 +19,10 @@
 #   OS_BRICK_CAS_KERNEL_MEMORY    guest memory (default 2G)
 #   OS_BRICK_CAS_KERNEL_RESULTS   where the guest's results go (default: a
 #                                 new directory under the cache)
+#   OS_BRICK_CAS_KERNEL_ANSIBLE_VENV  an ansible-core virtualenv: the guest
+#                                 is provisioned by the os_brick_cas
+#                                 role from OS_BRICK_CAS_KERNEL_OPENCAS_ROOT
+#                                 (tools/run-ansible-tests.sh sets both)
 #   OS_BRICK_CAS_KERNEL_RECORD=1  copy the golden casadm outputs the tests
 #                                 saw into tests/data/real-casadm/<version>/
 # Needs root (apt, and the guest's kernel modules) and the project's venv
@@ -64,14 +68,23 @@ fi
 
 # -- Open CAS for the guest kernel ---------------------------------------
 tarball=${OS_BRICK_CAS_OPENCAS_TARBALL:-}
-if [ -z "$tarball" ]; then
+if [ -n "${OS_BRICK_CAS_KERNEL_ANSIBLE_VENV:-}" ]; then
+    # provision mode (tools/run-ansible-tests.sh): the os_brick_cas
+    # role installs Open CAS in the guest from the staging root its own
+    # build tasks made on this host
+    mode=provision
+    casroot=${OS_BRICK_CAS_KERNEL_OPENCAS_ROOT:?set it to the staging root of the role}
+    set -- "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV" "$@"
+elif [ -z "$tarball" ]; then
     tarball=$(find ../shared/vendor/open-cas/ -maxdepth 1 \
               -name 'open-cas-linux-v*.tar.xz' 2>/dev/null | sort -V | tail -n 1)
     [ -n "$tarball" ] || fail "no Open CAS tarball in ../shared/vendor/open-cas/ (set OS_BRICK_CAS_OPENCAS_TARBALL)"
 fi
-tarball=$(realpath "$tarball")
-casroot=$(tools/kernel/build-opencas.sh "$tarball" "$kver" "$cache" | tail -n 1) ||
-    fail "Open CAS $(basename "$tarball") does not build for kernel $kver"
+if [ "$mode" != provision ]; then
+    tarball=$(realpath "$tarball")
+    casroot=$(tools/kernel/build-opencas.sh "$tarball" "$kver" "$cache" | tail -n 1) ||
+        fail "Open CAS $(basename "$tarball") does not build for kernel $kver"
+fi
 [ -d "$casroot" ] || fail "Open CAS build of $tarball gave no staging root"
 version=$(cat "$casroot/VERSION")
 note "Open CAS $version for $kver: $casroot"
@@ -100,6 +113,7 @@ timeout_s=${OS_BRICK_CAS_KERNEL_TIMEOUT:-1200}
 # The guest sees the host's / read-only, but /var, /tmp and some others
 # are fresh tmpfs there: share what it needs explicitly, at the same paths.
 shares=(--rodir "$casroot" --rodir "$checkout")
+[ "$mode" = provision ] && shares+=(--rodir "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV")
 case "$(realpath "$venv")/" in
     "$checkout"/*) ;;
     *) shares+=(--rodir "$(realpath "$venv")") ;;

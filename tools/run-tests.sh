@@ -7,7 +7,11 @@
 #         OpenStack release, 2026.2), release-2025.1 release-2026.1 (unit,
 #         nova, cinder and upstream in .venv-<release> on that release's
 #         nova, cinder and os-brick). kernel boots a qemu guest with real
-#         krbd and Open CAS (tools/run-kernel-tests.sh, ~10 min).
+#         krbd and Open CAS (tools/run-kernel-tests.sh, ~10 min). ansible
+#         provisions that guest with the os_brick_cas Ansible role and runs
+#         doctor, host apply/check and the attach tests on it
+#         (tools/run-ansible-tests.sh, ~10 min; on request, like kernel,
+#         until it has passed in CI).
 # Each runs even if an earlier one failed; the exit status is non-zero if
 # any failed. Needs root for the system packages (Ceph, fio, rbd-fuse,
 # the linter, promtool, qemu) and for the /dev entries the host simulator
@@ -49,6 +53,7 @@ present() {
         nova|cinder|ceph) [ -n "$(find "tests/$1" -name 'test_*.py' -print -quit)" ] ;;
         upstream) [ -x tools/run-upstream-suites.sh ] ;;
         kernel) [ -x tools/run-kernel-tests.sh ] ;;
+        ansible) [ -x tools/run-ansible-tests.sh ] ;;
         tempest) [ -x tools/check-tempest-plugin.sh ] ;;
         devstack) [ -x tools/test-devstack-plugin.sh ] ;;
         deploy) [ -x tools/check-deploy-artifacts.sh ] ;;
@@ -102,6 +107,7 @@ suite() {
               cat .ceph-bench-drain.txt ;;
         upstream) tools/run-upstream-suites.sh ;;
         kernel) tools/run-kernel-tests.sh ;;
+        ansible) tools/run-ansible-tests.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
         deploy) tools/check-deploy-artifacts.sh ;;

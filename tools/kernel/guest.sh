@@ -3,9 +3,12 @@
 # tools/run-kernel-tests.sh); never on the host.
 #   guest.sh RESULTS CHECKOUT OPENCAS_ROOT VENV MODE [ARGS...]
 # MODE: tests (tests/kernel in one process, results loaded into stestr;
-# ARGS: test ids or modules instead of all of tests/kernel) or probe (set
-# up, run nothing) or bench (benchmarks/kernel.py run ARGS: figures into
-# RESULTS/bench.txt and bench.json).
+# ARGS: test ids or modules instead of all of tests/kernel), provision
+# (ARGS: an ansible-core virtualenv, then as for tests: the os_brick_cas
+# role installs Open CAS from the staging root OPENCAS_ROOT its build tasks
+# made, instead of this script), bench (benchmarks/kernel.py run ARGS:
+# figures into RESULTS/bench.txt and bench.json) or probe (set up, run
+# nothing).
 # Sets the guest up as a compute node: Open CAS installed from the staging
 # root (module, casadm, casctl, its udev loader), krbd and brd loaded,
 # systemd-udevd with ceph's and os-brick-cas's rules, a one-node Ceph on
@@ -29,29 +32,40 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PYTHONPATH=$checkout PYTHONDONTWRITEBYTECODE=1
 step "kernel $kver, $(nproc) vCPUs, $(free -m | awk '/Mem:/{print $2}') MiB"
 
-step "installing Open CAS $(cat "$casroot/VERSION") into the guest's overlays"
-install -D -m 644 "$casroot/lib/modules/$kver/extra/cas_cache.ko" \
-    "/lib/modules/$kver/extra/cas_cache.ko" ||
-    die "no cas_cache.ko for $kver in $casroot (built for another kernel?)"
-# no depmod (it takes ~90 s under TCG): cas_cache has no dependencies
-install -m 755 "$casroot/sbin/casadm" /usr/sbin/casadm
-cp -a "$casroot/lib/opencas" /lib/opencas
-ln -sf /lib/opencas/casctl /usr/sbin/casctl
-install -D -m 644 "$casroot/lib/udev/rules.d/"*.rules -t /lib/udev/rules.d/
-mkdir -p /etc/opencas
+if [ "$mode" = provision ]; then
+    # the os_brick_cas Ansible role installs and loads Open CAS, krbd
+    # and the udev rule below (tools/run-ansible-tests.sh)
+    ansible_venv=$1
+    shift
+    step "loading brd (the role loads rbd and cas_cache)"
+    modprobe brd rd_nr="${OS_BRICK_CAS_BRD_COUNT:-5}" \
+        rd_size="${OS_BRICK_CAS_BRD_KIB:-65536}" || die "modprobe brd failed"
+else
+    step "installing Open CAS $(cat "$casroot/VERSION") into the guest's overlays"
+    install -D -m 644 "$casroot/lib/modules/$kver/extra/cas_cache.ko" \
+        "/lib/modules/$kver/extra/cas_cache.ko" ||
+        die "no cas_cache.ko for $kver in $casroot (built for another kernel?)"
+    # no depmod (it takes ~90 s under TCG): cas_cache has no dependencies
+    install -m 755 "$casroot/sbin/casadm" /usr/sbin/casadm
+    cp -a "$casroot/lib/opencas" /lib/opencas
+    ln -sf /lib/opencas/casctl /usr/sbin/casctl
+    install -D -m 644 "$casroot/lib/udev/rules.d/"*.rules -t /lib/udev/rules.d/
+    mkdir -p /etc/opencas
 
-step "loading rbd, brd and cas_cache"
-modprobe rbd || die "modprobe rbd failed"
-modprobe brd rd_nr="${OS_BRICK_CAS_BRD_COUNT:-5}" \
-    rd_size="${OS_BRICK_CAS_BRD_KIB:-65536}" || die "modprobe brd failed"
-insmod "/lib/modules/$kver/extra/cas_cache.ko" ||
-    die "insmod cas_cache.ko failed: $(dmesg | tail -5)"
-casadm -V -o csv || die "casadm -V failed"
+    step "loading rbd, brd and cas_cache"
+    modprobe rbd || die "modprobe rbd failed"
+    modprobe brd rd_nr="${OS_BRICK_CAS_BRD_COUNT:-5}" \
+        rd_size="${OS_BRICK_CAS_BRD_KIB:-65536}" || die "modprobe brd failed"
+    insmod "/lib/modules/$kver/extra/cas_cache.ko" ||
+        die "insmod cas_cache.ko failed: $(dmesg | tail -5)"
+    casadm -V -o csv || die "casadm -V failed"
+fi
 
 step "starting systemd-udevd with os-brick-cas's rule"
-sed "s#PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer#PROGRAM=\"$venv/bin/os-brick-cas-rbd-namer#" \
-    "$checkout/etc/udev/rules.d/60-os-brick-cas-rbd.rules" \
-    > /etc/udev/rules.d/60-os-brick-cas-rbd.rules
+[ "$mode" = provision ] ||
+    sed "s#PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer#PROGRAM=\"$venv/bin/os-brick-cas-rbd-namer#" \
+        "$checkout/etc/udev/rules.d/60-os-brick-cas-rbd.rules" \
+        > /etc/udev/rules.d/60-os-brick-cas-rbd.rules
 /lib/systemd/systemd-udevd --daemon || die "systemd-udevd did not start"
 udevadm settle -t 30
 
@@ -64,9 +78,31 @@ export OS_BRICK_CAS_KERNEL_CEPH_CONF=$conf
 export OS_BRICK_CAS_OPENCAS_VERSION
 OS_BRICK_CAS_OPENCAS_VERSION=$(cat "$casroot/VERSION")
 
+if [ "$mode" = provision ]; then
+    # twice: the second run must change nothing (tests/kernel/
+    # test_provisioned.py reads both recaps)
+    export LC_ALL=C.UTF-8 HOME=/tmp/ansible-home ANSIBLE_NOCOLOR=1 \
+        ANSIBLE_ROLES_PATH=$checkout/deploy/ansible/roles \
+        ANSIBLE_LOCAL_TEMP=/tmp/ansible-home/tmp \
+        ANSIBLE_REMOTE_TEMP=/tmp/ansible-home/remote
+    mkdir -p "$HOME"
+    for run in 1 2; do
+        step "provisioning with the os_brick_cas role (run $run)"
+        "$ansible_venv/bin/ansible-playbook" -i localhost, -c local \
+            "$checkout/tools/kernel/ansible-guest.yml" \
+            -e "os_brick_cas_opencas_prebuilt_root=$casroot" \
+            -e "os_brick_cas_bin_dir=$venv/bin" \
+            -e "os_brick_cas_share_dir=$checkout/etc" \
+            > "$results/ansible-$run.log" 2>&1 ||
+            die "ansible-playbook run $run failed: $(tail -n 30 "$results/ansible-$run.log")"
+        tail -n 4 "$results/ansible-$run.log"
+    done
+    export OS_BRICK_CAS_KERNEL_PROVISIONED=1
+fi
+
 rc=0
 case "$mode" in
-    tests)
+    tests|provision)
         mkdir -p /tmp/stestr || die "no /tmp"
         cd /tmp/stestr || die "no /tmp/stestr"
         # one process (imports over 9p under TCG are slow: stestr's
