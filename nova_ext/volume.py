@@ -306,21 +306,10 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         migration whose destination had taken the marker over. Only
         after a fresh listing shows it drained (the stronger view).
         """
-        if not CONF[opts.GROUP].use_fence_marker:
-            return
         subject = self._subject(connection_info)
-        reason = cas_lifecycle.not_drained_reason(
-            self.connector.volume_cache.casadm, subject.spec)
-        if reason:
-            LOG.error('Volume %s is not drained here (%s): the fence '
-                      'marker is not taken back as drained',
-                      subject.label, reason)
-            return
-        client = fence.client()
-        owner = client.owner(subject.volume_id)
-        client.set(subject.volume_id, CONF.host,
-                   self._cached_epoch(connection_info), drained=True,
-                   expect=owner)
+        cas_lifecycle.Lifecycle(self.connector.volume_cache.casadm).reclaim(
+            subject, self.cinder_view(), cas_lifecycle.deadline(),
+            self._cached_epoch(connection_info))
 
     def undrain(self, connection_info, retake: bool = False,
                 holder: str | None = None,
@@ -381,6 +370,8 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
 
     def _disconnect(self, data: dict, volume: cas_volume.RBDVolume,
                     instance, force: bool) -> None:
+        # a drain or undrain a stopped process left is resolved first
+        self._resolve_unfinished(volume)
         # who owns the newest data now (an evacuation may have moved it)
         owner = self._set_owner(data, volume)
         try:

@@ -81,6 +81,8 @@ STATES = (ABSENT, CACHING, DRAINING, DRAINED, UNDRAINING, INACTIVE, STALE,
 TRANSITIONS: dict[tuple[str, str], str] = {
     (ABSENT, 'attach'): CACHING,
     (CACHING, 'attach'): CACHING,            # idempotent re-attach
+    (DRAINED, 'attach'): DRAINED,            # re-attach keeps the drain
+    (ABSENT, 'detach'): ABSENT,              # idempotent: nothing cached
     (CACHING, 'detach'): ABSENT,             # flush, remove, unmap
     (DRAINED, 'detach'): ABSENT,             # swap's old volume, migration
     (INACTIVE, 'reactivate'): CACHING,       # attach after a reboot
@@ -89,6 +91,9 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (DRAINING, 'drain-verified'): DRAINED,   # then Cinder is told
     (DRAINING, 'drain-failed'): DRAINED,     # pinned, Cinder not told
     (DRAINED, 'drain'): DRAINED,             # idempotent
+    (DRAINED, 'reclaim'): DRAINED,           # marker names this host again
+    (CACHING, 'flush'): CACHING,             # flush in place
+    (DRAINED, 'flush'): DRAINED,
     (DRAINED, 'undrain'): UNDRAINING,        # Cinder told first
     (UNDRAINING, 'undrain-done'): CACHING,
     (CACHING, 'undrain'): CACHING,           # idempotent
@@ -110,11 +115,34 @@ def next_state(state: str, event: str, volume: str) -> str:
     try:
         return TRANSITIONS[(state, event)]
     except KeyError:
+        hint = ('see "Volume life cycle" in the admin guide' if state not in
+                (DRAINING, UNDRAINING) else
+                'a stopped process left it; "os-brick-cas undrain --volume '
+                '%s" or a restart of nova-compute resolves it first' % volume)
         raise exception.TransitionRefused(
             action=event, volume=volume,
             reason='the volume is %s on this host, and %s is not a '
-                   'transition from there (see "Volume life cycle" in the '
-                   'admin guide)' % (state, event))
+                   'transition from there (%s)' % (state, event, hint))
+
+
+def require(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
+            event: str, label: str, classified: Optional[str] = None
+            ) -> str:
+    """Check *event* against *spec*'s state now; the state after it.
+
+    For callers that change the volume themselves (the connector's
+    attach, detach and flush, discard): call it holding
+    :func:`locks.volume_lock`. An in-flight journal record wins; else
+    *classified* (a state the caller established, e.g. STALE) or what the
+    host shows. An attach of an inactive core is its re-activation.
+    TransitionRefused when the table does not allow it.
+    """
+    now = state(casadm, spec)
+    if classified is not None and now not in (DRAINING, UNDRAINING):
+        now = classified
+    if event == 'attach' and now == INACTIVE:
+        event = 'reactivate'
+    return next_state(now, event, label)
 
 
 # -- time bounds ---------------------------------------------------------
@@ -611,6 +639,56 @@ class Lifecycle(object):
             if why:
                 unresolved[record.get('volume_id') or spec.image] = why
         return unresolved
+
+    # the marker only -------------------------------------------------------
+    def reclaim(self, volume: Volume, cinder: Cinder, limit: Deadline,
+                epoch: Optional[str]) -> bool:
+        """Name this host (drained, attachment *epoch*) in the marker again.
+
+        For a volume that stays drained here after a failed live migration
+        whose destination had taken the marker over: a stronger view, so
+        only after a fresh listing shows the volume drained, under the
+        volume lock, by compare-and-swap. Returns False if the host does
+        not hold the drain (the marker is left alone; TransitionRefused
+        when the table does not allow it).
+        """
+        if not cinder.in_use:
+            return False
+        with locks.volume_lock(volume.spec, limit.left()):
+            self._resolve_locked(volume.spec, cinder, limit)
+            next_state(state(self.casadm, volume.spec), 'reclaim',
+                       volume.label)
+            reason = not_drained_reason(self.casadm, volume.spec)
+            if reason:
+                LOG.error('Volume %s is not drained here (%s): the fence '
+                          'marker is not taken back as drained',
+                          volume.label, reason)
+                return False
+            owner = _owner(cinder, volume.volume_id, 'reclaim')
+            cinder.client.set(volume.volume_id, cinder.host, epoch,
+                              drained=True, expect=owner)
+            return True
+
+    def keep_drained(self, volume: Volume, cinder: Cinder, limit: Deadline,
+                     holder: str, instance: Optional[str]) -> Optional[str]:
+        """Before keeping a held drain: verify it, else drain again.
+
+        A fresh listing must show the drain (core active, its class in the
+        loaded IO-class table, 0 dirty): a table loaded by hand, or an
+        inactive core, would leave Cinder's "drained" stronger than the
+        host. Returns None if verified, else what was found (the volume
+        was drained again).
+        """
+        with locks.volume_lock(volume.spec, limit.left()):
+            reason = not_drained_reason(self.casadm, volume.spec)
+        if reason is None:
+            return None
+        LOG.warning('Volume %(vol)s is held drained for a %(holder)s, but '
+                    '%(why)s; draining it again', {
+                        'vol': volume.label, 'holder': holder,
+                        'why': reason})
+        self.drain(volume, cinder, limit, holder=holder, instance=instance)
+        return reason
 
     def held(self, holder: Optional[str] = None) -> list[dict]:
         """Drains nova holds for an operation still running (journal)."""
