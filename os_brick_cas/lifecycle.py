@@ -285,10 +285,14 @@ class Located:
         return record.epoch if record else None
 
 
-def locate(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec
+def locate(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
+           caches: Optional[list[casadm_mod.CacheInstance]] = None
            ) -> Optional[Located]:
-    """The core whose identifying link names *spec* (casadm now)."""
-    for cache in casadm.list_caches():
+    """The core whose identifying link names *spec* (casadm now).
+
+    *caches*: a listing the caller just read, instead of casadm's.
+    """
+    for cache in (casadm.list_caches() if caches is None else caches):
         for core in cache.cores:
             named = rbd_names.parse_link_name(os.path.basename(core.device))
             if named is not None and named.same_image(spec):
@@ -318,19 +322,27 @@ def state(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec) -> str:
 
 
 def not_drained_reason(casadm: casadm_mod.Casadm,
-                       spec: rbd_names.ImageSpec) -> Optional[str]:
+                       spec: rbd_names.ImageSpec,
+                       caches: Optional[list[casadm_mod.CacheInstance]]
+                       = None,
+                       tables: Optional[dict[int, list[casadm_mod.IoClass]]]
+                       = None) -> Optional[str]:
     """Why a fresh listing does not show the volume drained, or None.
 
     Drained = core active, its drain class loaded, 0 dirty blocks.
+    *caches* and *tables* (IO-class tables by instance): a listing the
+    caller just read, instead of asking casadm again.
     """
-    found = locate(casadm, spec)
+    found = locate(casadm, spec, caches)
     if found is None:
         return 'it has no core on this host'
     if not found.core.active:
         return 'its core %d of instance %d is inactive' % (
             found.core.core_id, found.cache.cache_id)
-    if found.core.core_id not in drain_mod.drained_cores(
-            casadm.list_io_classes(found.cache.cache_id)):
+    table = (tables or {}).get(found.cache.cache_id)
+    if table is None:
+        table = casadm.list_io_classes(found.cache.cache_id)
+    if found.core.core_id not in drain_mod.drained_cores(table):
         return ('the IO-class table of instance %d does not drain core %d '
                 '(loaded by someone else?)' % (found.cache.cache_id,
                                                found.core.core_id))
@@ -712,25 +724,35 @@ class Drift:
     volume: str
     problem: str
     action: str
-    #: 'table', 'gone-class', 'inactive', 'marker' or 'journal'
+    #: 'table', 'gone-class', 'inactive', 'marker', 'held' or 'journal'
     kind: str = 'table'
 
 
-def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
+def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None,
+          caches: Optional[list[casadm_mod.CacheInstance]] = None,
+          tables: Optional[dict[int, list[casadm_mod.IoClass]]] = None
           ) -> list[Drift]:
     """Each core whose real state differs from what is recorded.
 
     Hand-loaded IO-class rules, drain classes of cores that do not exist,
-    inactive cores, unfinished transitions, and (with *cinder*) a marker
-    that says "drained" for a core that is not.
+    inactive cores, unfinished transitions, drains nova holds (journal)
+    that the host does not hold, and (with *cinder*) a marker that says
+    "drained" for a core that is not. *caches* and *tables* (IO-class
+    tables by instance): a listing the caller already has (the exporter's
+    scrape); what is missing is asked of casadm.
     """
     found: list[Drift] = []
-    caches = casadm.list_caches()
+    if caches is None:
+        caches = casadm.list_caches()
+    tables = dict(tables or {})
     for cache in caches:
         try:
-            table = casadm.list_io_classes(cache.cache_id)
+            if cache.cache_id not in tables:
+                tables[cache.cache_id] = casadm.list_io_classes(
+                    cache.cache_id)
         except exception.CasError:
             continue
+        table = tables[cache.cache_id]
         drained = drain_mod.drained_cores(table)
         if len(drained) > 32 or table != drain_mod.compose(drained):
             found.append(Drift(
@@ -770,7 +792,7 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
                 continue
             if (owner is not None and owner.drained and
                     owner.host == cinder.host):
-                reason = not_drained_reason(casadm, named)
+                reason = not_drained_reason(casadm, named, caches, tables)
                 if reason:
                     found.append(Drift(
                         volume_id, 'Cinder records it drained, but %s'
@@ -779,13 +801,26 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
                         '"undrain") so Cinder and this host agree'
                         % volume_id, 'marker'))
     for spec, record in records():
+        label = record.get('volume_id') or spec.image
         if record.get('state') in (DRAINING, UNDRAINING):
             found.append(Drift(
-                record.get('volume_id') or spec.image,
-                'a %s was interrupted' % record['state'],
+                label, 'a %s was interrupted' % record['state'],
                 'run "os-brick-cas undrain --volume %s" (or restart '
-                'nova-compute): it finishes by the safe order'
-                % (record.get('volume_id') or spec.image), 'journal'))
+                'nova-compute): it finishes by the safe order' % label,
+                'journal'))
+        elif record.get('state') == DRAINED:
+            try:
+                reason = not_drained_reason(casadm, spec, caches, tables)
+            except exception.CasError:
+                continue
+            if reason:
+                found.append(Drift(
+                    label, 'nova holds it drained for a %s (Cinder may '
+                    'record it drained), but %s' % (record.get('holder'),
+                                                    reason),
+                    'run "os-brick-cas drain --volume %s" on this host (or '
+                    'wait for nova-compute\'s periodic task, which drains '
+                    'it again)' % label, 'held'))
     return found
 
 
