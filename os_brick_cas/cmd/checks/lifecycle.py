@@ -31,8 +31,8 @@ def drift(host: Host) -> Iterator[Finding]:
     A table loaded by hand, a drain class of a core that is gone, an
     interrupted drain or undrain, and a drain nova holds (journal) or
     (with Cinder credentials) a fence marker saying "drained" for a core
-    that is not - those FAIL: Cinder then allows snapshots that miss data. Inactive cores are
-    reported by the cores check.
+    that is not - those FAIL: Cinder then allows snapshots that miss
+    data. Inactive cores are reported by the cores check.
     """
     caches = host.caches()   # NotChecked when casadm does not answer
     client, problem = owners.owner_client()
