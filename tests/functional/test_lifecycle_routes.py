@@ -141,3 +141,14 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.assertEqual(lifecycle.LIVE_MIGRATION,
                          lifecycle.read_record(subject.spec)['holder'])
         self.assert_cinder_no_stronger_than_host(VOL_A)
+
+    def test_detach_of_a_drained_core_inactive_after_a_reboot(self):
+        """Its drain class goes with it (found by the long stateful run)."""
+        core = self.attach(VOL_A, dirty=10)
+        lifecycle.Lifecycle(self.casadm).drain(
+            self.subject(core), self.view(), lifecycle.deadline(10))
+        self.host.reboot()          # clean (drained), now inactive
+        self.connector.disconnect_volume(self.props_of(VOL_A), None)
+        self.assertEqual([], self.cores())
+        self.assertEqual(set(), lifecycle.drain_mod.drained_cores(
+            self.casadm.list_io_classes(core.cache_id)))
