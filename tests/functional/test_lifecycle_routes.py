@@ -17,11 +17,13 @@ and the re-check of a held drain go through :mod:`os_brick_cas.lifecycle`
 under the volume lock; what the table does not allow is refused.
 """
 
+import contextlib
 import io
 import os
 
 import fixtures
 
+from os_brick_cas.cmd import main as cli
 from os_brick_cas import discard
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
@@ -152,3 +154,12 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.assertEqual([], self.cores())
         self.assertEqual(set(), lifecycle.drain_mod.drained_cores(
             self.casadm.list_io_classes(core.cache_id)))
+
+    def test_cli_flush_refused_mid_transition(self):
+        core = self.attach(VOL_A, dirty=10)
+        self.crash_mid_drain(core)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = cli.main(['flush', '--volume', VOL_A])
+        self.assertEqual(1, code, out.getvalue())
+        self.assertIn('draining', out.getvalue())
