@@ -337,6 +337,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             volume_driver.connector.volume_cache.casadm)
         for record in machine.held():
             spec = record['spec']
+            subject = cas_lifecycle.Volume(spec, record.get('volume_id'))
             try:
                 instance = objects.Instance.get_by_uuid(
                     context, record.get('instance'))
@@ -347,13 +348,13 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                 LOG.info('Volume %s: the server nova drained it for is not '
                          'on this host; its drain stays until the detach',
                          record.get('volume_id'))
+                self._keep_drained(machine, subject, record)
                 continue
             if (instance.task_state is None and
                     self._guest_runs_here(instance)):
                 LOG.info('The %s of this server ended without undraining; '
                          'volume %s caches writes again', record['holder'],
                          record.get('volume_id'), instance=instance)
-                subject = cas_lifecycle.Volume(spec, record.get('volume_id'))
                 try:
                     # no operation in progress and the guest runs here: no
                     # other host ran it, whatever the marker names now
@@ -365,6 +366,23 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                         holder=record['holder'])
                 except cas_exception.CasError as exc:
                     LOG.error('%s', exc, instance=instance)
+            else:
+                self._keep_drained(machine, subject, record)
+
+    def _keep_drained(self, machine, subject, record: dict) -> None:
+        """A drain that stays is verified from a fresh listing first."""
+        try:
+            machine.keep_drained(
+                subject, self._cached_rbd_volume_driver().cinder_view(),
+                cas_lifecycle.deadline(), record['holder'],
+                record.get('instance'))
+        except cas_exception.CasError as exc:
+            LOG.error('Volume %(vol)s is held drained for a %(holder)s but '
+                      'is not drained on this host, and draining it again '
+                      'failed: %(err)s. Run "os-brick-cas drain --volume '
+                      '%(vol)s" on this host.', {
+                          'vol': subject.label, 'holder': record['holder'],
+                          'err': exc})
 
     @staticmethod
     def _source_block_device_info(context, instance) -> dict:

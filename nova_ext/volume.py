@@ -177,7 +177,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             device_info = self.connector.connect_volume(data)
         except NO_CACHE_ERRORS as exc:
             # the connector rolled back: nothing of this volume is cached
-            self._undo_fence(volume, fence_state, owner)
+            self._undo_fence(volume, fence_state, owner, epoch)
             if (CONF[opts.GROUP].no_cache_action == opts.NO_CACHE_FAIL or
                     fence_state == FENCE_HELD):
                 raise
@@ -189,7 +189,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             return
         except Exception:
             with excutils.save_and_reraise_exception():
-                self._undo_fence(volume, fence_state, owner)
+                self._undo_fence(volume, fence_state, owner, epoch)
         if fence_state == FENCE_HELD and epoch and owner.epoch != epoch:
             # this attachment now owns the data the earlier one cached
             fence.client().set(volume.volume_id, CONF.host, epoch,
@@ -214,15 +214,22 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
 
     @staticmethod
     def _undo_fence(volume: cas_volume.RBDVolume, fence_state: str,
-                    previous: cas_fence.Owner | None) -> None:
-        """Clear a marker this attach set, or hand a taken one back."""
+                    previous: cas_fence.Owner | None,
+                    epoch: str | None) -> None:
+        """Clear a marker this attach set, or hand a taken one back.
+
+        Compare-and-swap on the marker this attach wrote: if someone
+        changed it meanwhile, theirs stays.
+        """
+        ours = cas_fence.Owner(CONF.host, epoch, False)
         if fence_state == FENCE_SET:
             _clear_fence(volume, 'after its attach failed (nothing of it is '
-                                 'cached on this host)')
+                                 'cached on this host)', expect=ours)
         elif fence_state == FENCE_TAKEN and previous is not None:
             try:
                 fence.client().set(volume.volume_id, previous.host,
-                                   previous.epoch, drained=previous.drained)
+                                   previous.epoch, drained=previous.drained,
+                                   expect=ours)
             except Exception:
                 LOG.exception('Could not hand the fence marker of volume '
                               '%s back to host %s after this attach failed; '
@@ -306,21 +313,10 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         migration whose destination had taken the marker over. Only
         after a fresh listing shows it drained (the stronger view).
         """
-        if not CONF[opts.GROUP].use_fence_marker:
-            return
         subject = self._subject(connection_info)
-        reason = cas_lifecycle.not_drained_reason(
-            self.connector.volume_cache.casadm, subject.spec)
-        if reason:
-            LOG.error('Volume %s is not drained here (%s): the fence '
-                      'marker is not taken back as drained',
-                      subject.label, reason)
-            return
-        client = fence.client()
-        owner = client.owner(subject.volume_id)
-        client.set(subject.volume_id, CONF.host,
-                   self._cached_epoch(connection_info), drained=True,
-                   expect=owner)
+        cas_lifecycle.Lifecycle(self.connector.volume_cache.casadm).reclaim(
+            subject, self.cinder_view(), cas_lifecycle.deadline(),
+            self._cached_epoch(connection_info))
 
     def undrain(self, connection_info, retake: bool = False,
                 holder: str | None = None,
@@ -381,6 +377,8 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
 
     def _disconnect(self, data: dict, volume: cas_volume.RBDVolume,
                     instance, force: bool) -> None:
+        # a drain or undrain a stopped process left is resolved first
+        self._resolve_unfinished(volume)
         # who owns the newest data now (an evacuation may have moved it)
         owner = self._set_owner(data, volume)
         try:

@@ -335,11 +335,12 @@ class VolumeCache(object):
                         self.casadm.flush(core.cache_id, core.core_id,
                                           self._flush_timeout)
                 self.casadm.remove_core(core)
-                if mode.holds_dirty_data:
-                    # a drain class must not pass to the next core N
-                    drain_mod.DrainManager(
-                        self.casadm).drop_class_of_removed_core(
-                            core.cache_id, core.core_id)
+            # removed, active or (clean) inactive: a drain class must not
+            # pass to the next core N
+            if mode.holds_dirty_data:
+                drain_mod.DrainManager(
+                    self.casadm).drop_class_of_removed_core(
+                        core.cache_id, core.core_id)
             if dirty or opencas_conf.read(self.opencas_conf_path).lists_core(
                     core.cache_id, core.core_id, core.device):
                 priv_devices.forget_core(core.cache_id, core.core_id,

@@ -198,6 +198,8 @@ class CachedRBDConnector(rbd.RBDConnector):
                 raise
             self._refuse_if_cache_stopped(volume, 'attach', caches)
             self._refuse_stale_before_map(volume, caches)
+            lifecycle.require(self.volume_cache.casadm, volume.spec,
+                              'attach', volume.label)
             return self._connect(volume, connection_properties, caches)
 
     def _connect(self, volume: volume_mod.RBDVolume,
@@ -316,6 +318,9 @@ class CachedRBDConnector(rbd.RBDConnector):
                      'cached here.', exc, volume.label)
             caches = None
         core = self._core_of(volume, caches) if caches is not None else None
+        if caches is not None:
+            lifecycle.require(self.volume_cache.casadm, volume.spec,
+                              'detach', volume.label)
         removed = False
         if core is not None:
             self._refuse_unless_owner(volume, core)
@@ -486,6 +491,8 @@ class CachedRBDConnector(rbd.RBDConnector):
             if cache is None or core is None or not core.active:
                 return False
             self._refuse_unless_owner(volume, core)
+            lifecycle.require(self.volume_cache.casadm, volume.spec, 'flush',
+                              volume.label)
             identity.verify_link(core.device, 'flush volume %s'
                                  % volume.label, volume.spec)
             with locks.cache_lock(core.cache_id), events.timed('flush'):

@@ -25,6 +25,7 @@ from typing import Iterable, TextIO
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
 from os_brick_cas import lifecycle
 from os_brick_cas import locks
 from os_brick_cas import ownership
@@ -49,6 +50,14 @@ def discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
     if spec is None:
         return _discard(volume_id, lost_epochs, confirmed, out, casadm)
     with locks.volume_lock(spec):
+        try:
+            # declared lost by Cinder: its core here is stale (an
+            # unfinished drain or undrain is resolved first)
+            lifecycle.require(casadm, spec, 'discard', volume_id,
+                              classified=lifecycle.STALE)
+        except exception.TransitionRefused as exc:
+            print('refused: %s' % exc, file=out)
+            return 1
         code = _discard(volume_id, lost_epochs, confirmed, out, casadm)
         if code == 0:
             lifecycle.remove_record(spec)

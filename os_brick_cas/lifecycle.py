@@ -81,6 +81,8 @@ STATES = (ABSENT, CACHING, DRAINING, DRAINED, UNDRAINING, INACTIVE, STALE,
 TRANSITIONS: dict[tuple[str, str], str] = {
     (ABSENT, 'attach'): CACHING,
     (CACHING, 'attach'): CACHING,            # idempotent re-attach
+    (DRAINED, 'attach'): DRAINED,            # re-attach keeps the drain
+    (ABSENT, 'detach'): ABSENT,              # idempotent: nothing cached
     (CACHING, 'detach'): ABSENT,             # flush, remove, unmap
     (DRAINED, 'detach'): ABSENT,             # swap's old volume, migration
     (INACTIVE, 'reactivate'): CACHING,       # attach after a reboot
@@ -89,6 +91,9 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (DRAINING, 'drain-verified'): DRAINED,   # then Cinder is told
     (DRAINING, 'drain-failed'): DRAINED,     # pinned, Cinder not told
     (DRAINED, 'drain'): DRAINED,             # idempotent
+    (DRAINED, 'reclaim'): DRAINED,           # marker names this host again
+    (CACHING, 'flush'): CACHING,             # flush in place
+    (DRAINED, 'flush'): DRAINED,
     (DRAINED, 'undrain'): UNDRAINING,        # Cinder told first
     (UNDRAINING, 'undrain-done'): CACHING,
     (CACHING, 'undrain'): CACHING,           # idempotent
@@ -110,11 +115,34 @@ def next_state(state: str, event: str, volume: str) -> str:
     try:
         return TRANSITIONS[(state, event)]
     except KeyError:
+        hint = ('see "Volume life cycle" in the admin guide' if state not in
+                (DRAINING, UNDRAINING) else
+                'a stopped process left it; "os-brick-cas undrain --volume '
+                '%s" or a restart of nova-compute resolves it first' % volume)
         raise exception.TransitionRefused(
             action=event, volume=volume,
             reason='the volume is %s on this host, and %s is not a '
-                   'transition from there (see "Volume life cycle" in the '
-                   'admin guide)' % (state, event))
+                   'transition from there (%s)' % (state, event, hint))
+
+
+def require(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
+            event: str, label: str, classified: Optional[str] = None
+            ) -> str:
+    """Check *event* against *spec*'s state now; the state after it.
+
+    For callers that change the volume themselves (the connector's
+    attach, detach and flush, discard): call it holding
+    :func:`locks.volume_lock`. An in-flight journal record wins; else
+    *classified* (a state the caller established, e.g. STALE) or what the
+    host shows. An attach of an inactive core is its re-activation.
+    TransitionRefused when the table does not allow it.
+    """
+    now = state(casadm, spec)
+    if classified is not None and now not in (DRAINING, UNDRAINING):
+        now = classified
+    if event == 'attach' and now == INACTIVE:
+        event = 'reactivate'
+    return next_state(now, event, label)
 
 
 # -- time bounds ---------------------------------------------------------
@@ -257,10 +285,14 @@ class Located:
         return record.epoch if record else None
 
 
-def locate(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec
+def locate(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
+           caches: Optional[list[casadm_mod.CacheInstance]] = None
            ) -> Optional[Located]:
-    """The core whose identifying link names *spec* (casadm now)."""
-    for cache in casadm.list_caches():
+    """The core whose identifying link names *spec* (casadm now).
+
+    *caches*: a listing the caller just read, instead of casadm's.
+    """
+    for cache in (casadm.list_caches() if caches is None else caches):
         for core in cache.cores:
             named = rbd_names.parse_link_name(os.path.basename(core.device))
             if named is not None and named.same_image(spec):
@@ -290,19 +322,27 @@ def state(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec) -> str:
 
 
 def not_drained_reason(casadm: casadm_mod.Casadm,
-                       spec: rbd_names.ImageSpec) -> Optional[str]:
+                       spec: rbd_names.ImageSpec,
+                       caches: Optional[list[casadm_mod.CacheInstance]]
+                       = None,
+                       tables: Optional[dict[int, list[casadm_mod.IoClass]]]
+                       = None) -> Optional[str]:
     """Why a fresh listing does not show the volume drained, or None.
 
     Drained = core active, its drain class loaded, 0 dirty blocks.
+    *caches* and *tables* (IO-class tables by instance): a listing the
+    caller just read, instead of asking casadm again.
     """
-    found = locate(casadm, spec)
+    found = locate(casadm, spec, caches)
     if found is None:
         return 'it has no core on this host'
     if not found.core.active:
         return 'its core %d of instance %d is inactive' % (
             found.core.core_id, found.cache.cache_id)
-    if found.core.core_id not in drain_mod.drained_cores(
-            casadm.list_io_classes(found.cache.cache_id)):
+    table = (tables or {}).get(found.cache.cache_id)
+    if table is None:
+        table = casadm.list_io_classes(found.cache.cache_id)
+    if found.core.core_id not in drain_mod.drained_cores(table):
         return ('the IO-class table of instance %d does not drain core %d '
                 '(loaded by someone else?)' % (found.cache.cache_id,
                                                found.core.core_id))
@@ -612,6 +652,56 @@ class Lifecycle(object):
                 unresolved[record.get('volume_id') or spec.image] = why
         return unresolved
 
+    # the marker only -------------------------------------------------------
+    def reclaim(self, volume: Volume, cinder: Cinder, limit: Deadline,
+                epoch: Optional[str]) -> bool:
+        """Name this host (drained, attachment *epoch*) in the marker again.
+
+        For a volume that stays drained here after a failed live migration
+        whose destination had taken the marker over: a stronger view, so
+        only after a fresh listing shows the volume drained, under the
+        volume lock, by compare-and-swap. Returns False if the host does
+        not hold the drain (the marker is left alone; TransitionRefused
+        when the table does not allow it).
+        """
+        if not cinder.in_use:
+            return False
+        with locks.volume_lock(volume.spec, limit.left()):
+            self._resolve_locked(volume.spec, cinder, limit)
+            next_state(state(self.casadm, volume.spec), 'reclaim',
+                       volume.label)
+            reason = not_drained_reason(self.casadm, volume.spec)
+            if reason:
+                LOG.error('Volume %s is not drained here (%s): the fence '
+                          'marker is not taken back as drained',
+                          volume.label, reason)
+                return False
+            owner = _owner(cinder, volume.volume_id, 'reclaim')
+            cinder.client.set(volume.volume_id, cinder.host, epoch,
+                              drained=True, expect=owner)
+            return True
+
+    def keep_drained(self, volume: Volume, cinder: Cinder, limit: Deadline,
+                     holder: str, instance: Optional[str]) -> Optional[str]:
+        """Before keeping a held drain: verify it, else drain again.
+
+        A fresh listing must show the drain (core active, its class in the
+        loaded IO-class table, 0 dirty): a table loaded by hand, or an
+        inactive core, would leave Cinder's "drained" stronger than the
+        host. Returns None if verified, else what was found (the volume
+        was drained again).
+        """
+        with locks.volume_lock(volume.spec, limit.left()):
+            reason = not_drained_reason(self.casadm, volume.spec)
+        if reason is None:
+            return None
+        LOG.warning('Volume %(vol)s is held drained for a %(holder)s, but '
+                    '%(why)s; draining it again', {
+                        'vol': volume.label, 'holder': holder,
+                        'why': reason})
+        self.drain(volume, cinder, limit, holder=holder, instance=instance)
+        return reason
+
     def held(self, holder: Optional[str] = None) -> list[dict]:
         """Drains nova holds for an operation still running (journal)."""
         return [dict(record, spec=spec) for spec, record in records()
@@ -634,25 +724,35 @@ class Drift:
     volume: str
     problem: str
     action: str
-    #: 'table', 'gone-class', 'inactive', 'marker' or 'journal'
+    #: 'table', 'gone-class', 'inactive', 'marker', 'held' or 'journal'
     kind: str = 'table'
 
 
-def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
+def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None,
+          caches: Optional[list[casadm_mod.CacheInstance]] = None,
+          tables: Optional[dict[int, list[casadm_mod.IoClass]]] = None
           ) -> list[Drift]:
     """Each core whose real state differs from what is recorded.
 
     Hand-loaded IO-class rules, drain classes of cores that do not exist,
-    inactive cores, unfinished transitions, and (with *cinder*) a marker
-    that says "drained" for a core that is not.
+    inactive cores, unfinished transitions, drains nova holds (journal)
+    that the host does not hold, and (with *cinder*) a marker that says
+    "drained" for a core that is not. *caches* and *tables* (IO-class
+    tables by instance): a listing the caller already has (the exporter's
+    scrape); what is missing is asked of casadm.
     """
     found: list[Drift] = []
-    caches = casadm.list_caches()
+    if caches is None:
+        caches = casadm.list_caches()
+    tables = dict(tables or {})
     for cache in caches:
         try:
-            table = casadm.list_io_classes(cache.cache_id)
+            if cache.cache_id not in tables:
+                tables[cache.cache_id] = casadm.list_io_classes(
+                    cache.cache_id)
         except exception.CasError:
             continue
+        table = tables[cache.cache_id]
         drained = drain_mod.drained_cores(table)
         if len(drained) > 32 or table != drain_mod.compose(drained):
             found.append(Drift(
@@ -692,7 +792,7 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
                 continue
             if (owner is not None and owner.drained and
                     owner.host == cinder.host):
-                reason = not_drained_reason(casadm, named)
+                reason = not_drained_reason(casadm, named, caches, tables)
                 if reason:
                     found.append(Drift(
                         volume_id, 'Cinder records it drained, but %s'
@@ -701,13 +801,26 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None
                         '"undrain") so Cinder and this host agree'
                         % volume_id, 'marker'))
     for spec, record in records():
+        label = record.get('volume_id') or spec.image
         if record.get('state') in (DRAINING, UNDRAINING):
             found.append(Drift(
-                record.get('volume_id') or spec.image,
-                'a %s was interrupted' % record['state'],
+                label, 'a %s was interrupted' % record['state'],
                 'run "os-brick-cas undrain --volume %s" (or restart '
-                'nova-compute): it finishes by the safe order'
-                % (record.get('volume_id') or spec.image), 'journal'))
+                'nova-compute): it finishes by the safe order' % label,
+                'journal'))
+        elif record.get('state') == DRAINED:
+            try:
+                reason = not_drained_reason(casadm, spec, caches, tables)
+            except exception.CasError:
+                continue
+            if reason:
+                found.append(Drift(
+                    label, 'nova holds it drained for a %s (Cinder may '
+                    'record it drained), but %s' % (record.get('holder'),
+                                                    reason),
+                    'run "os-brick-cas drain --volume %s" on this host (or '
+                    'wait for nova-compute\'s periodic task, which drains '
+                    'it again)' % label, 'held'))
     return found
 
 

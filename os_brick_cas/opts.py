@@ -85,7 +85,11 @@ host_opts = [
              'flush on this host) before it fails with an error saying '
              'what holds it. Keep it above flush_timeout plus a few '
              'casadm_timeout, since a detach may wait for another '
-             "volume's flush on the same instance."),
+             "volume's flush on the same instance. A drain or undrain "
+             '(nova\'s live-migration pre-check and snapshot quiesce, the '
+             'CLI) waits at most what is left of its own time bound '
+             '([os_brick_cas_nova] live_migration_drain_timeout, '
+             'snapshot_drain_timeout, or --timeout) when that is shorter.'),
     cfg.StrOpt(
         'opencas_conf',
         default='/etc/opencas/opencas.conf',

@@ -20,6 +20,8 @@ exit 130 and says how much is still dirty (nothing is lost).
 """
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 from typing import Any, Optional, TextIO
@@ -31,8 +33,11 @@ from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import progress
 from os_brick_cas import events
 from os_brick_cas import exception
+from os_brick_cas import lifecycle
+from os_brick_cas import locks
 from os_brick_cas import modes
 from os_brick_cas import opts
+from os_brick_cas import rbd_names
 from os_brick_cas import report
 
 CONF = cfg.CONF
@@ -101,7 +106,8 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
             with events.timed(events.FLUSH):   # os_brick_cas_flush_seconds
                 _flush_one(casadm, core, timeout, before, prefix, out,
                            show_progress)
-        except (exception.FlushFailed, exception.FlushTimedOut) as exc:
+        except (exception.FlushFailed, exception.FlushTimedOut,
+                exception.TransitionRefused, exception.LockTimedOut) as exc:
             failures.append('%s: %s' % (prefix, exc))
             elapsed = time.monotonic() - start
             print('%s: FAILED after %.1fs' % (prefix, elapsed), file=out)
@@ -115,8 +121,18 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
 def _flush_one(casadm: casadm_mod.Casadm, core: report.CoreReport,
                timeout: int, before: int, prefix: str, out: TextIO,
                show_progress: bool) -> None:
+    spec = rbd_names.parse_link_name(os.path.basename(core.core_device))
+
     def flush() -> None:
-        casadm.flush(core.cache_id, core.core_id, timeout)
+        # a life-cycle step like the connector's flush in place: the
+        # volume lock, the table's check, the instance lock inside
+        with (locks.volume_lock(spec) if spec is not None
+              else contextlib.nullcontext()):
+            if spec is not None:
+                lifecycle.require(casadm, spec, 'flush',
+                                  core.volume_id or core.core_device)
+            with locks.cache_lock(core.cache_id):
+                casadm.flush(core.cache_id, core.core_id, timeout)
     try:
         if show_progress and before:
             progress.watch(flush, lambda: casadm.dirty_blocks(core.core),

@@ -38,6 +38,7 @@ from prometheus_client import registry
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import drain
 from os_brick_cas import exception
+from os_brick_cas import lifecycle
 from os_brick_cas.metrics import opts
 from os_brick_cas.metrics import qemu
 from os_brick_cas.metrics import singleflight
@@ -130,6 +131,14 @@ class _Families:
             PREFIX + 'core_dirty_for_seconds',
             'Seconds since the core was last clean (0 when clean).',
             labels=CORE_LABELS)
+        self.drift = prom.GaugeMetricFamily(
+            PREFIX + 'drift',
+            'Always 1; a volume or cache instance whose real state differs '
+            'from its record (kind: table = IO-class table loaded by hand, '
+            'gone-class, inactive, held = a drain nova holds that the host '
+            'does not, journal = an interrupted drain/undrain). '
+            '"os-brick-cas doctor" says what to do.',
+            labels=['subject', 'kind'])
         self.usage = {
             (level, name): prom.GaugeMetricFamily(
                 '%s%s_%s' % (PREFIX, level, name), text, labels=labels)
@@ -170,7 +179,7 @@ class _Families:
     def all(self) -> Iterator[prom.Metric]:
         yield from (self.up, self.cache_info, self.cache_running,
                     self.core_active, self.attachment, self.drained,
-                    self.dirty_for)
+                    self.dirty_for, self.drift)
         yield from self.usage.values()
         yield from self.requests.values()
         yield from self.io_errors.values()
@@ -251,7 +260,8 @@ class CasCollector(registry.Collector):
 
     def _add_cache(self, families: _Families, run: _Collection,
                    cache: casadm_mod.CacheInstance,
-                   instances: dict[str, str]) -> None:
+                   instances: dict[str, str],
+                   tables: dict[int, list[casadm_mod.IoClass]]) -> None:
         cache_labels = [str(cache.cache_id)]
         families.cache_info.add_metric(
             cache_labels + [cache.current_mode, cache.status, cache.device],
@@ -265,6 +275,8 @@ class CasCollector(registry.Collector):
         if cache.current_mode in ('wb', 'wo') and cache.cores:
             table = run.call('io_classes', self.casadm.list_io_classes,
                              cache.cache_id)
+            if table is not None:
+                tables[cache.cache_id] = table
             drained = drain.drained_cores(table or [])
         for core in cache.cores:
             image, volume_id = report.rbd_image_of(core.device)
@@ -291,13 +303,29 @@ class CasCollector(registry.Collector):
         caches = run.call('list', self.casadm.list_caches)
         if caches:
             instances = self._instances(caches)
+            tables: dict[int, list[casadm_mod.IoClass]] = {}
             for cache in caches:
-                self._add_cache(families, run, cache, instances)
+                self._add_cache(families, run, cache, instances, tables)
+            self._add_drift(families, run, caches, tables)
         up = caches is not None and not run.timed_out
         if not up:
             self.failed_collections += 1
         families.up.add_metric([], 1 if up else 0)
         return list(families.all()) + self._own_metrics()
+
+    def _add_drift(self, families: _Families, run: _Collection,
+                   caches: list[casadm_mod.CacheInstance],
+                   tables: dict[int, list[casadm_mod.IoClass]]) -> None:
+        """lifecycle.drift() from this scrape's listing (no second -L)."""
+        try:
+            drifts = run.call('drift', lifecycle.drift, self.casadm, None,
+                              caches, tables)
+        except (OSError, cfg.Error) as exc:
+            # e.g. the life-cycle journal under state_path is not readable
+            LOG.warning('metrics: cannot check for drift: %s', exc)
+            drifts = None
+        for found in drifts or []:
+            families.drift.add_metric([found.volume, found.kind], 1)
 
     def _own_metrics(self) -> list[prom.Metric]:
         collect_errors = prom.CounterMetricFamily(

@@ -32,10 +32,14 @@ import uuid
 import fixtures
 from prometheus_client import parser
 
+from os_brick_cas import casadm
+from os_brick_cas import drain
 from os_brick_cas import exception
+from os_brick_cas import lifecycle
 from os_brick_cas.metrics import exporter
 from os_brick_cas.metrics import opts as metrics_opts
 from os_brick_cas.privileged import casadm as priv_casadm
+from os_brick_cas import rbd_names
 from tests.functional import test_cli
 
 VOL_WT = test_cli.VOL_WT
@@ -143,6 +147,41 @@ class ExporterTestCase(test_cli.CliTestCase):
             value(scrape, 'os_brick_cas_core_active', volume_id=VOL_WB),
             value(scrape, 'os_brick_cas_core_dirty_bytes', volume_id=VOL_WB),
             value(scrape, 'os_brick_cas_cache_running', cache_id='2')))
+
+    def test_drift_is_a_metric_from_the_scrape_listing(self):
+        """A held drain the host lost, a table loaded by hand (issue 21)."""
+        self.attach(VOL_WB, 'wb')
+        core = self.core_of(2)
+        tool = casadm.Casadm()
+        subject = lifecycle.Volume(rbd_names.parse_link_name(
+            os.path.basename(core.device)), VOL_WB)
+        lifecycle.Lifecycle(tool).drain(
+            subject, lifecycle.Cinder('compute-a', in_use=False),
+            lifecycle.deadline(30), holder=lifecycle.LIVE_MIGRATION,
+            instance='server-1')
+        scrape = self.scrape()
+        self.assertFalse([name for name, _ in scrape
+                          if name == 'os_brick_cas_drift'])
+        # by hand: the core's class now caches (allocation 0.5)
+        tool.load_io_classes(2, [drain.UNCLASSIFIED, casadm.IoClass(
+            5, drain.drain_rule(core.core_id), 3, 0.5)])
+        listings = []
+        real_list = casadm.Casadm.list_caches
+
+        def counted(casadm_self):
+            listings.append(1)
+            return real_list(casadm_self)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'os_brick_cas.casadm.Casadm.list_caches', counted))
+        scrape = self.scrape()
+        self.assertEqual((1, 1), (
+            value(scrape, 'os_brick_cas_drift', subject=VOL_WB,
+                  kind='held'),
+            value(scrape, 'os_brick_cas_drift',
+                  subject='cache instance 2', kind='table')))
+        # from the scrape's own listing: casadm -L once in this scrape
+        self.assertEqual(1, len(listings))
 
     def test_casadm_failure_is_a_metric_not_a_failed_scrape(self):
         self.host.set_module_loaded(False)

@@ -29,18 +29,18 @@ def drift(host: Host) -> Iterator[Finding]:
     """Cores whose real state differs from their record.
 
     A table loaded by hand, a drain class of a core that is gone, an
-    interrupted drain or undrain, and (with Cinder credentials) a fence
-    marker saying "drained" for a core that is not - the one that FAILs:
-    Cinder then allows snapshots that miss data. Inactive cores are
-    reported by the cores check.
+    interrupted drain or undrain, and a drain nova holds (journal) or
+    (with Cinder credentials) a fence marker saying "drained" for a core
+    that is not - those FAIL: Cinder then allows snapshots that miss
+    data. Inactive cores are reported by the cores check.
     """
-    host.caches()   # NotChecked when casadm does not answer
+    caches = host.caches()   # NotChecked when casadm does not answer
     client, problem = owners.owner_client()
     cinder = lifecycle.Cinder(host.host, client, problem=problem)
-    drifts = [d for d in lifecycle.drift(host.casadm, cinder)
+    drifts = [d for d in lifecycle.drift(host.casadm, cinder, caches)
               if d.kind != 'inactive']
     for found in drifts:
-        yield Finding(FAIL if found.kind == 'marker' else WARN,
+        yield Finding(FAIL if found.kind in ('marker', 'held') else WARN,
                       '%s: %s; %s' % (found.volume, found.problem,
                                       found.action))
     if not drifts:

@@ -89,6 +89,17 @@ class CachedVolumeAttachTestCase(base.CachedVolumeTestBase):
         self.detach(self.server, WB_VOL)
         self.assertEqual([], self.cores())
 
+    def test_failed_attach_clears_the_marker_it_set(self):
+        """By compare-and-swap on the marker this attach wrote."""
+        self.host.inject_fault('add-core', exit_code=1,
+                               stderr='Error while adding core device to '
+                                      'cache instance 2\n')
+        self.assertRaises(
+            client.OpenStackApiException, self.api.post_server_volume,
+            self.server['id'], {'volumeAttachment': {'volumeId': WB_VOL}})
+        self.assertEqual({}, self.cinder.fences)
+        self.assertEqual([], self.cores())
+
     def test_fenced_volume_retyped_to_write_through_is_refused(self):
         """Issue 13 (c): the marker counts whatever the volume's mode now.
 

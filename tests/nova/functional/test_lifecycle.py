@@ -383,6 +383,30 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         self.assertEqual(0, self.dirty('compute1', source_core))
         self.assertNotEqual('compute1', self.cinder.fences.get(WB_VOL))
 
+    def test_periodic_task_verifies_the_table_of_a_drain_it_keeps(self):
+        """A held drain whose class was dropped by hand is drained again.
+
+        Cinder keeps recording it drained; a table loaded by hand would
+        let the core cache writes under that record.
+        """
+        source_core = self.attach_dirty_wb()
+        self.fail_migration_job(source_paused=True)
+        self.migrate_to_compute2()
+        self._wait_for_migration_status(self.server, ['error', 'failed'])
+        self.assertEqual({source_core.core_id}, self.drained_on('compute1'))
+        table = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                             'ioclass.csv')
+        with open(table, 'w') as csv_file:
+            csv_file.write('IO class id,IO class name,Eviction priority,'
+                           'Allocation\n0,unclassified,255,1.00\n')
+        self._tool('compute1', 'casadm', '-C', '-C', '-i',
+                   str(source_core.cache_id), '-f', table)
+        self.assertEqual(set(), self.drained_on('compute1'))
+        self._run_periodics()
+        self.assertIn('draining it again', self.stdlog.logger.output)
+        self.assertEqual({source_core.core_id}, self.drained_on('compute1'))
+        self.assertEqual(0, self.dirty('compute1', source_core))
+
     def test_failed_migration_keeps_an_operator_drain(self):
         """Drained ahead for maintenance: still drained after a rollback."""
         source_core = self.attach_dirty_wb()
