@@ -27,7 +27,6 @@ Outside the guest every test skips; inside it a missing piece fails.
 import os
 import re
 import subprocess
-import time
 from typing import Any, Optional
 import uuid
 
@@ -233,11 +232,3 @@ class KernelTestCase(testtools.TestCase):
     @staticmethod
     def read(path: str, offset: int, length: int) -> str:
         return blockio.digest(blockio.read_direct(path, offset, length))
-
-    @staticmethod
-    def wait_for(predicate, timeout: float = 30, what: str = '') -> None:
-        end = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > end:
-                raise AssertionError('timed out waiting for %s' % what)
-            time.sleep(0.2)

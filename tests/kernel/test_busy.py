@@ -10,16 +10,14 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Devices still open at detach: the exported core and the krbd device."""
+"""A detach while the exported core is open (the EBUSY unmap of a
+device a core holds: tests/host_contract.py)."""
 
-import os
 import subprocess
 
 from os_brick_cas import exception
 from tests.ceph import blockio
 from tests.kernel import base
-
-HAND_LINK = '/dev/disk/by-id/rbd-a-handmade'
 
 
 class OpenCoreTestCase(base.KernelTestCase):
@@ -77,34 +75,3 @@ class OpenCoreTestCase(base.KernelTestCase):
 
         self.connector.disconnect_volume(props, info)
         self.assert_clean_host()
-
-
-class KrbdBusyTestCase(base.KernelTestCase):
-    """krbd refuses to unmap a device a core holds (EBUSY)."""
-
-    caches = {1: 'wt'}
-
-    def test_detach_names_the_core_that_blocks_the_unmap(self):
-        image = self.image('held')
-        mapped = base.run('rbd', 'map', '%s/%s' % (base.POOL, image))
-        device = mapped.stdout.strip()
-        os.symlink(device, HAND_LINK)
-        self.addCleanup(lambda: os.path.lexists(HAND_LINK) and
-                        os.unlink(HAND_LINK))
-        self.casadm_ok('-A', '-i', '1', '-d', HAND_LINK,
-                       golden='add-core-hand-link')
-        [core] = self.cores()
-
-        exc = self.assertRaises(exception.DeviceHeldByCore,
-                                self.connector.disconnect_volume,
-                                self.props(image, 'wt'), None)
-
-        self.assertIn('Open CAS core %d of cache instance 1' % core.core_id,
-                      str(exc))
-        self.assertIn('(16) Device or resource busy', str(exc))
-        self.assertEqual([device], self.mapped_devices())
-        self.assertEqual(['Active'], [c.status for c in self.cores()])
-        # udev probes the new /dev/cas1-1 too: -R may need a retry
-        self.wait_for(lambda: self.cas('-R', '-i', '1', '-j', str(
-            core.core_id)).returncode == 0, what='casadm -R')
-        self.assertEqual(0, base.run('rbd', 'unmap', device).returncode)
