@@ -29,11 +29,13 @@ class OpenCoreTestCase(base.KernelTestCase):
         image = self.image(label)
         props = self.props(image, 'wb')
         info = self.connector.connect_volume(props)
-        digest = self.write(info['path'], 0, blockio.pattern(label,
-                                                             base.MIB))
+        data = blockio.pattern(label, base.MIB)
+        digest = self.write(info['path'], 0, data)
         [core] = self.cores()
         self.assertEqual(256, self.dirty(core))
-        return image, props, info, digest
+        # the cache gives the bytes back: a later miss in Ceph is the flush's
+        self.assertEqual(digest, self.read(info['path'], 0, base.MIB))
+        return image, props, info, data
 
     def _hold(self, path, seconds):
         with open(path, 'rb') as device:
@@ -44,16 +46,16 @@ class OpenCoreTestCase(base.KernelTestCase):
 
     def test_detach_waits_out_a_short_opener(self):
         # what udev's probe does right after a guest closes the disk
-        image, props, info, digest = self._dirty_wb('short-open')
+        image, props, info, data = self._dirty_wb('short-open')
         self._hold(info['path'], 3)
 
         self.connector.disconnect_volume(props, info)
 
-        self.assertEqual(digest, self.in_ceph(image, 0, base.MIB))
+        self.assert_ceph_holds(image, 0, data)
         self.assert_clean_host()
 
     def test_detach_refused_while_the_disk_stays_open(self):
-        image, props, info, digest = self._dirty_wb('held-open')
+        image, props, info, data = self._dirty_wb('held-open')
         holder = self._hold(info['path'], 600)
 
         exc = self.assertRaises(exception.DeviceBusy,
@@ -66,7 +68,7 @@ class OpenCoreTestCase(base.KernelTestCase):
         self.assertEqual(1, len(self.mapped_devices()))
         # the product flushed before -R, and the refused -R flushed too
         self.assertEqual(0, self.dirty(core))
-        self.assertEqual(digest, self.in_ceph(image, 0, base.MIB))
+        self.assert_ceph_holds(image, 0, data)
         record = self.cas('--remove-core', '--cache-id', '2', '--core-id',
                           str(core.core_id), golden='remove-core-open')
         self.assertEqual(1, record.returncode)
