@@ -34,6 +34,10 @@ one instance per entry) and these hooks:
 ``assert_clean_host()``     no core, mapping, by-id link or core row
 ``load_after_crash(cache_id, device)``
                             load a stopped instance as the host's boot does
+``assert_unmap_never_forced()``
+                            no ``rbd unmap -o force`` was run, where the
+                            host can tell (the stand-in logs its calls; on
+                            the kernel the kept mapping shows it)
 """
 
 import os
@@ -138,6 +142,7 @@ class BusyUnmapContract(object):
         self.assertIn('(16) Device or resource busy', str(exc))
         self.assertEqual([device], self.mapped_devices())
         self.assertEqual(['Active'], [c.status for c in self.cores()])
+        self.assert_unmap_never_forced()
         # udev probes the new /dev/cas1-1 too: -R may need a retry
         wait_for(lambda: self.cas('-R', '-i', '1', '-j', str(
             core.core_id)).returncode == 0, what='casadm -R')

@@ -96,6 +96,10 @@ class StandInHost(functional.FunctionalTestCase):
     def load_after_crash(self, cache_id: int, device: str) -> None:
         self.casadm_ok('-S', '-d', device, '-l')
 
+    def assert_unmap_never_forced(self) -> None:
+        self.assertFalse([call for call in self.host.calls('rbd', 'unmap')
+                          if 'force' in call['argv']])
+
 
 class EveryModeTestCase(host_contract.EveryModeContract, StandInHost):
     pass
