@@ -4,7 +4,7 @@
 # real Open CAS kernel module (built from a release tarball), a one-node
 # Ceph in the guest, systemd-udevd with the product's udev rule.
 #   tools/run-kernel-tests.sh                # tests/kernel, all of it
-#   tools/run-kernel-tests.sh test_drain ... # only these modules / test ids
+#   tools/run-kernel-tests.sh test_busy ...  # only these modules / test ids
 #   tools/run-kernel-tests.sh --probe        # set the guest up, run nothing
 # Environment:
 #   OS_BRICK_CAS_OPENCAS_TARBALL  Open CAS release tarball to build (default:
