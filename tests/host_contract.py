@@ -171,7 +171,11 @@ class CrashReloadContract(object):
         [cache] = self.cache_list()
         [core] = cache.cores
 
-        self.casadm_ok('-T', '-i', '2', '-n', golden='stop-cache-no-flush')
+        # udev probes /dev/cas2-1 after the writer closed it: -T may need
+        # a retry ("Device opens or mount are pending")
+        wait_for(lambda: self.cas('-T', '-i', '2', '-n',
+                                  golden='stop-cache-no-flush'
+                                  ).returncode == 0, what='casadm -T -n')
         for device in self.mapped_devices():
             self.assertEqual(0, subprocess.run(
                 ['rbd', 'unmap', device], capture_output=True).returncode)
