@@ -91,9 +91,14 @@ def remove_image(conf: str, image: str) -> None:
         rbd.RBD().remove(ioctx, image)
 
 
-def digest(conf: str, image: str, offset: int, length: int) -> str:
-    """sha256 of what librbd reads from the cluster (read-only open)."""
+def read(conf: str, image: str, offset: int, length: int) -> bytes:
+    """What librbd reads from the cluster (read-only open)."""
     import rbd
     with _ioctx(conf) as ioctx, \
             rbd.Image(ioctx, image, read_only=True) as img:
-        return hashlib.sha256(img.read(offset, length)).hexdigest()
+        return img.read(offset, length)
+
+
+def digest(conf: str, image: str, offset: int, length: int) -> str:
+    """sha256 of what librbd reads from the cluster (read-only open)."""
+    return hashlib.sha256(read(conf, image, offset, length)).hexdigest()

@@ -4,7 +4,7 @@
 # real Open CAS kernel module (built from a release tarball), a one-node
 # Ceph in the guest, systemd-udevd with the product's udev rule.
 #   tools/run-kernel-tests.sh                # tests/kernel, all of it
-#   tools/run-kernel-tests.sh test_drain ... # only these modules / test ids
+#   tools/run-kernel-tests.sh test_busy ...  # only these modules / test ids
 #   tools/run-kernel-tests.sh --probe        # set the guest up, run nothing
 #   tools/run-kernel-tests.sh --bench [ARGS] # benchmarks/kernel.py run ARGS
 #                                            # (figures, not tests; results

@@ -33,8 +33,6 @@ from os_brick_cas.simulator import state as sim_state
 from tests.functional import base
 from tests.functional.simulator import real_samples
 
-HAND_LINK = '/dev/disk/by-id/rbd-a-handmade'
-
 
 def run(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(list(argv), capture_output=True, text=True,
@@ -174,28 +172,11 @@ class UdevLoaderTestCase(base.FunctionalTestCase):
 
 
 class KrbdBusyTestCase(base.FunctionalTestCase):
-    """krbd refuses to unmap a device a core holds; force kills the core."""
+    """A forced unmap kills the core.
 
-    def test_detach_refuses_an_unmap_a_core_blocks(self):
-        image = self.image('volume-held')
-        device = self._tool('rbd', 'map', image, '--pool',
-                            base.POOL).strip()
-        os.symlink(device, HAND_LINK)
-        self._tool('casadm', '-A', '-i', '1', '-d', HAND_LINK)
-        [core] = self.cores()
-
-        exc = self.assertRaises(exception.DeviceHeldByCore,
-                                self.connector.disconnect_volume,
-                                self.props(image, 'wt'), None)
-        self.assertIn('Open CAS core %d of cache instance 1' % core.core_id,
-                      str(exc))
-        self.assertIn('(16) Device or resource busy', str(exc))
-        self.assertEqual([device], [m['device'] for m in self.mappings()])
-        self.assertEqual(['Active'], [c.status for c in self.cores()])
-        self.assertFalse([c for c in self.host.calls('rbd', 'unmap')
-                          if 'force' in c['argv']])
-        self._tool('casadm', '-R', '-i', '1', '-j', str(core.core_id))
-        self._tool('rbd', 'unmap', device)
+    The refused unmap a core blocks is a host-contract scenario
+    (tests/host_contract.py, run by tests/ceph and tests/kernel).
+    """
 
     def test_force_unmap_leaves_an_active_core_that_cannot_flush(self):
         image = self.image('volume-forced')

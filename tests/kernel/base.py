@@ -77,6 +77,16 @@ def record(name: str, done: subprocess.CompletedProcess) -> None:
                         done.stderr))
 
 
+def block_map(got: bytes, expected: bytes) -> str:
+    """One character per 4 KiB block: '=' as expected, '0' zeros, 'x'."""
+    marks = []
+    for start in range(0, len(expected), 4096):
+        block = got[start:start + 4096]
+        marks.append('=' if block == expected[start:start + 4096] else
+                     '0' if not block.strip(b'\0') else 'x')
+    return ''.join(marks)
+
+
 def mon_port() -> str:
     with open(CEPH_CONF) as conf:
         return re.search(r'mon host = v1:127\.0\.0\.1:(\d+)',
@@ -223,6 +233,25 @@ class KernelTestCase(testtools.TestCase):
         """sha256 of what librbd reads from the cluster (not via krbd)."""
         return real_ceph.digest(CEPH_CONF, image, offset, length)
 
+    def assert_ceph_holds(self, image: str, offset: int,
+                          data: bytes) -> None:
+        """librbd reads *data* at *offset*; else say which blocks differ.
+
+        On a mismatch the 4 KiB blocks are mapped (``=`` as written, ``0``
+        zeros, ``x`` other) for a read at once and one 3 s later, so a
+        failure tells a read racing the cluster from bytes that never
+        reached it.
+        """
+        first = real_ceph.read(CEPH_CONF, image, offset, len(data))
+        if first == data:
+            return
+        time.sleep(3)
+        later = real_ceph.read(CEPH_CONF, image, offset, len(data))
+        self.fail('Ceph does not hold the %d bytes written at %d of %s:\n'
+                  '  at once: %s\n  3 s on: %s' % (
+                      len(data), offset, image, block_map(first, data),
+                      block_map(later, data)))
+
     # -- the guest's disk ------------------------------------------------
     @staticmethod
     def write(path: str, offset: int, data: bytes) -> str:
@@ -233,11 +262,3 @@ class KernelTestCase(testtools.TestCase):
     @staticmethod
     def read(path: str, offset: int, length: int) -> str:
         return blockio.digest(blockio.read_direct(path, offset, length))
-
-    @staticmethod
-    def wait_for(predicate, timeout: float = 30, what: str = '') -> None:
-        end = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > end:
-                raise AssertionError('timed out waiting for %s' % what)
-            time.sleep(0.2)

@@ -10,57 +10,17 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Attach and detach through the real connector, krbd and cas_cache."""
+"""Identity from real krbd sysfs and the product's udev rule.
+
+Attach/detach in every mode: tests/host_contract.py (test_contract).
+"""
 
 import os
 
 from os_brick_cas import devlinks
 from os_brick_cas import identity
 from os_brick_cas import rbd_names
-from tests.ceph import blockio
 from tests.kernel import base
-
-#: modes whose writes reach Ceph before the detach
-SYNCHRONOUS = ('wt', 'wa', 'pt')
-
-
-class AttachEveryModeTestCase(base.KernelTestCase):
-
-    caches = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
-
-    def test_attach_write_detach_in_every_mode(self):
-        for cache_id, mode in sorted(self.caches.items()):
-            image = self.image(mode)
-            props = self.props(image, mode)
-            data = blockio.pattern('%s-%s' % (mode, image), base.MIB)
-
-            info = self.connector.connect_volume(props)
-            again = self.connector.connect_volume(props)
-
-            self.assertEqual('/dev/cas%d-1' % cache_id, info['path'], mode)
-            self.assertEqual(info['path'], again['path'], mode)
-            [core] = self.cores()
-            self.assertEqual((cache_id, 'Active', info['path']),
-                             (core.cache_id, core.status, core.exported))
-            digest = self.write(info['path'], 4 * base.MIB, data)
-            before = self.in_ceph(image, 4 * base.MIB, base.MIB)
-            if mode in SYNCHRONOUS:
-                self.assertEqual(digest, before, mode)
-                self.assertEqual(0, self.dirty(core), mode)
-            else:
-                self.assertNotEqual(digest, before, mode)
-                self.assertEqual(256, self.dirty(
-                    core, golden='stats-core-csv-%s-dirty' % mode), mode)
-                self.assertIn('\t%s\t' % core.device,
-                              self.opencas_core_rows())
-            self.assertEqual(digest, self.read(info['path'], 4 * base.MIB,
-                                               base.MIB))
-
-            self.connector.disconnect_volume(props, info)
-
-            self.assertEqual(digest, self.in_ceph(image, 4 * base.MIB,
-                                                  base.MIB), mode)
-            self.assert_clean_host()
 
 
 class IdentityTestCase(base.KernelTestCase):
