@@ -405,7 +405,7 @@ class Lifecycle(object):
             identity.verify_link(found.core.device, 'drain volume %s'
                                  % volume.label, volume.spec)
             epoch = found.epoch
-            self._refuse_other_owner(volume, cinder, found)
+            self.refuse_other_owner(volume, cinder, found, 'drain')
             previous = read_record(volume.spec) or {}
             if now == DRAINED and holder != OPERATOR:
                 # drained before: by an operator (no record: it stays
@@ -446,12 +446,14 @@ class Lifecycle(object):
         else:
             write_record(spec, dict(record, state=to, phase=None))
 
-    def _refuse_other_owner(self, volume: Volume, cinder: Cinder,
-                            found: Located) -> None:
+    def refuse_other_owner(self, volume: Volume, cinder: Cinder,
+                           found: Located, action: str) -> None:
         """Only the owner writes the volume's cached data to Ceph.
 
-        Without an answer from Cinder the drain goes on: the core is
-        active, so Open CAS's cleaner writes its data to Ceph anyway.
+        NotDataOwner when Cinder names another owner (another host, or an
+        attachment of this host declared lost) and the core is dirty.
+        Without an answer from Cinder a drain or flush goes on: the core
+        is active, so Open CAS's cleaner writes its data to Ceph anyway.
         """
         if cinder.client is None or volume.volume_id is None:
             return
@@ -459,8 +461,8 @@ class Lifecycle(object):
             owner = cinder.client.owner(volume.volume_id)
         except Exception as exc:
             LOG.warning('Cannot ask Cinder who owns volume %(vol)s (%(err)s)'
-                        '; draining its active core anyway',
-                        {'vol': volume.label, 'err': exc})
+                        '; %(action)s of its active core goes on',
+                        {'vol': volume.label, 'err': exc, 'action': action})
             return
         epoch = found.epoch
         if owner is None or (owner.host == cinder.host and
@@ -469,7 +471,7 @@ class Lifecycle(object):
         dirty = self.casadm.dirty_blocks(found.core)
         if dirty:
             raise ownership.not_owner(
-                'drain', volume.label, found.core.cache_id,
+                action, volume.label, found.core.cache_id,
                 found.core.core_id, dirty, ownership.read(found.core.device),
                 owner.epoch if owner.host == cinder.host else None)
 

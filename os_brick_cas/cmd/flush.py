@@ -30,6 +30,7 @@ from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd import drain as drain_cmd
 from os_brick_cas.cmd import progress
 from os_brick_cas import events
 from os_brick_cas import exception
@@ -59,6 +60,7 @@ def add_parser(subparsers: Any) -> None:
                         help='print percent, MiB/s and ETA every second '
                              'even when stdout is not a terminal (on a '
                              'terminal it always does)')
+    args_mod.add_host_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -80,10 +82,13 @@ def _targets(reports: list[report.CacheReport], volume: Optional[str]
 
 def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
                 timeout: int, out: Optional[TextIO] = None,
-                show_progress: Optional[bool] = None) -> list[str]:
+                show_progress: Optional[bool] = None,
+                cinder: Optional[lifecycle.Cinder] = None) -> list[str]:
     """Flush each core in turn; return one error line per failure.
 
-    Progress is shown on a terminal, or always with *show_progress*.
+    Progress is shown on a terminal, or always with *show_progress*. With
+    *cinder*, a dirty core whose volume's marker names another owner is
+    refused (its blocks may be older than Ceph's).
     """
     out = out or sys.stdout
     if show_progress is None:
@@ -105,9 +110,10 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
         try:
             with events.timed(events.FLUSH):   # os_brick_cas_flush_seconds
                 _flush_one(casadm, core, timeout, before, prefix, out,
-                           show_progress)
+                           show_progress, cinder)
         except (exception.FlushFailed, exception.FlushTimedOut,
-                exception.TransitionRefused, exception.LockTimedOut) as exc:
+                exception.TransitionRefused, exception.LockTimedOut,
+                exception.NotDataOwner) as exc:
             failures.append('%s: %s' % (prefix, exc))
             elapsed = time.monotonic() - start
             print('%s: FAILED after %.1fs' % (prefix, elapsed), file=out)
@@ -120,7 +126,8 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
 
 def _flush_one(casadm: casadm_mod.Casadm, core: report.CoreReport,
                timeout: int, before: int, prefix: str, out: TextIO,
-               show_progress: bool) -> None:
+               show_progress: bool,
+               cinder: Optional[lifecycle.Cinder] = None) -> None:
     spec = rbd_names.parse_link_name(os.path.basename(core.core_device))
 
     def flush() -> None:
@@ -131,6 +138,11 @@ def _flush_one(casadm: casadm_mod.Casadm, core: report.CoreReport,
             if spec is not None:
                 lifecycle.require(casadm, spec, 'flush',
                                   core.volume_id or core.core_device)
+                found = lifecycle.locate(casadm, spec)
+                if cinder is not None and found is not None:
+                    lifecycle.Lifecycle(casadm).refuse_other_owner(
+                        lifecycle.Volume(spec, core.volume_id), cinder,
+                        found, 'flush')
             with locks.cache_lock(core.cache_id):
                 casadm.flush(core.cache_id, core.core_id, timeout)
     try:
@@ -167,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
                   'cores in write-back/write-only instances')
             return 0
         failures = flush_cores(casadm, cores, timeout,
-                               show_progress=args.progress or None)
+                               show_progress=args.progress or None,
+                               cinder=drain_cmd.cinder_view(args.host))
     except exception.CasError as exc:
         print('os-brick-cas flush: %s' % exc, file=sys.stderr)
         return 1

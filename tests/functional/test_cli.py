@@ -640,6 +640,25 @@ class HostIdentityTestCase(CliTestCase):
         self.assertTrue(row.endswith('stale: newer data is with compute-a'),
                         row)
 
+    def test_flush_refuses_dirty_data_another_host_owns(self):
+        # main: flush --all wrote a non-owner's (possibly older) blocks to
+        # Ceph; the owner is compute-a, this host is the machine's name
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 7)
+        code, out, err = self.cli('flush', '--all')
+        self.assertEqual(1, code, out)
+        self.assertIn('Refusing to flush volume %s' % VOL_WB, err)
+        self.assertIn('NOT flushed', err)
+        [core] = self.cores()
+        self.assertEqual(7, self.dirty(core))
+        # as compute-a (nova's name for this host) the owner flushes
+        code, out, err = self.cli('flush', '--all',
+                                  '--config-file', self.nova_conf)
+        self.assertEqual(0, code, err)
+        [core] = self.cores()
+        self.assertEqual(0, self.dirty(core))
+
     def test_help_never_shows_the_build_machine(self):
         # main: "(default: <the machine's hostname>)" in help and the docs
         code, out, _ = self.cli('status', '--help')
