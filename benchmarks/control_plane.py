@@ -46,7 +46,7 @@ from os_brick.initiator.connectors import rbd as brick_rbd
 from oslo_concurrency import processutils
 from oslo_config import cfg
 
-from os_brick_cas.cmd import main as cas_cmd
+from os_brick_cas.cmd import commands as cas_cmd
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import opts
 from os_brick_cas.privileged import devices as priv_devices

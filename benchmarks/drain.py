@@ -48,7 +48,7 @@ import uuid
 from oslo_config import cfg
 
 from os_brick_cas import casadm
-from os_brick_cas.cmd import main as cas_cmd
+from os_brick_cas.cmd import commands as cas_cmd
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import drain
 from os_brick_cas import opts

@@ -199,7 +199,7 @@ class CachedRBDConnector(rbd.RBDConnector):
             self._refuse_if_cache_stopped(volume, 'attach', caches)
             self._refuse_stale_before_map(volume, caches)
             lifecycle.require(self.volume_cache.casadm, volume.spec,
-                              'attach', volume.label)
+                              'attach', volume.label, caches=caches)
             return self._connect(volume, connection_properties, caches)
 
     def _connect(self, volume: volume_mod.RBDVolume,
@@ -320,7 +320,7 @@ class CachedRBDConnector(rbd.RBDConnector):
         core = self._core_of(volume, caches) if caches is not None else None
         if caches is not None:
             lifecycle.require(self.volume_cache.casadm, volume.spec,
-                              'detach', volume.label)
+                              'detach', volume.label, caches=caches)
         removed = False
         if core is not None:
             self._refuse_unless_owner(volume, core)

@@ -126,23 +126,40 @@ def next_state(state: str, event: str, volume: str) -> str:
 
 
 def require(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
-            event: str, label: str, classified: Optional[str] = None
-            ) -> str:
-    """Check *event* against *spec*'s state now; the state after it.
+            event: str, label: str, classified: Optional[str] = None,
+            caches: Optional[list[casadm_mod.CacheInstance]] = None
+            ) -> None:
+    """Refuse *event* (TransitionRefused) unless *spec*'s state allows it.
 
     For callers that change the volume themselves (the connector's
     attach, detach and flush, discard): call it holding
     :func:`locks.volume_lock`. An in-flight journal record wins; else
     *classified* (a state the caller established, e.g. STALE) or what the
-    host shows. An attach of an inactive core is its re-activation.
-    TransitionRefused when the table does not allow it.
+    host shows (*caches*: the listing the caller just read under the
+    lock). An attach of an inactive core is its re-activation. The
+    IO-class table is read only when the verdict depends on it.
     """
-    now = state(casadm, spec)
-    if classified is not None and now not in (DRAINING, UNDRAINING):
+    record = read_record(spec)
+    if record and record.get('state') in (DRAINING, UNDRAINING):
+        now = record['state']
+    elif classified is not None:
         now = classified
+    else:
+        found = locate(casadm, spec, caches)
+        if found is None:
+            now = ABSENT
+        elif not found.core.active:
+            now = INACTIVE
+        elif ((CACHING, event) in TRANSITIONS and
+              (DRAINED, event) in TRANSITIONS):
+            return      # allowed drained or not: no table needed
+        else:
+            drained = drain_mod.drained_cores(
+                casadm.list_io_classes(found.cache.cache_id))
+            now = DRAINED if found.core.core_id in drained else CACHING
     if event == 'attach' and now == INACTIVE:
         event = 'reactivate'
-    return next_state(now, event, label)
+    next_state(now, event, label)
 
 
 # -- time bounds ---------------------------------------------------------
