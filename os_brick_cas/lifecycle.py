@@ -146,17 +146,11 @@ def require(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
         now = classified
     else:
         found = locate(casadm, spec, caches)
-        if found is None:
-            now = ABSENT
-        elif not found.core.active:
-            now = INACTIVE
-        elif ((CACHING, event) in TRANSITIONS and
-              (DRAINED, event) in TRANSITIONS):
+        if (found is not None and found.core.active and
+                (CACHING, event) in TRANSITIONS and
+                (DRAINED, event) in TRANSITIONS):
             return      # allowed drained or not: no table needed
-        else:
-            drained = drain_mod.drained_cores(
-                casadm.list_io_classes(found.cache.cache_id))
-            now = DRAINED if found.core.core_id in drained else CACHING
+        now = _state_of(casadm, found)
     if event == 'attach' and now == INACTIVE:
         event = 'reactivate'
     next_state(now, event, label)
@@ -320,7 +314,11 @@ def locate(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
 def host_state(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec
                ) -> str:
     """The state the host itself shows (the journal aside)."""
-    found = locate(casadm, spec)
+    return _state_of(casadm, locate(casadm, spec))
+
+
+def _state_of(casadm: casadm_mod.Casadm, found: Optional[Located]) -> str:
+    """The state of the core *found* (None: no core) as the host shows it."""
     if found is None:
         return ABSENT
     if not found.core.active:
