@@ -56,6 +56,8 @@ LOG = logging.getLogger(__name__)
 EBUSY = 16
 #: casadm is not usable at all on this host
 NO_OPEN_CAS = (exception.CasadmNotFound, exception.CasModuleNotLoaded)
+#: seconds an attach waits for udev to finish with the devices it made
+UDEV_SETTLE_TIMEOUT = 30
 
 
 def _names_image(core_device: str, spec: rbd_names.ImageSpec) -> bool:
@@ -153,6 +155,32 @@ class CachedRBDConnector(rbd.RBDConnector):
                 state='the volume may still be mapped' if operation ==
                 'unmap' else 'a late mapping is unmapped again')
 
+    def _settle_udev(self, volume: volume_mod.RBDVolume, after: str
+                     ) -> None:
+        """Wait (bounded) until udev has handled the devices just made.
+
+        A new /dev/rbdN or /dev/casX-Y is probed by udev's workers (blkid
+        reads, Open CAS's loader running casadm) for seconds after the
+        kernel made it; the guest's first writes must not race them (the
+        real-kernel tier lost a wb write's blocks that way). A udev that
+        does not settle in time only costs a warning: the attach goes on
+        as it would have without the wait.
+        """
+        try:
+            with events.timed('udev_settle'):
+                self._execute('udevadm', 'settle',
+                              '--timeout=%d' % UDEV_SETTLE_TIMEOUT,
+                              root_helper=self._root_helper,
+                              run_as_root=True,
+                              timeout=UDEV_SETTLE_TIMEOUT + 10,
+                              signal=int(signal.SIGKILL))
+        except (processutils.ProcessExecutionError,
+                brick_exception.ExecutionTimeout) as exc:
+            LOG.warning('udev did not settle within %(timeout)d s after '
+                        '%(after)s of volume %(vol)s (%(err)s); going on.',
+                        {'timeout': UDEV_SETTLE_TIMEOUT, 'after': after,
+                         'vol': volume.label, 'err': exc})
+
     def _held(self, volume: volume_mod.RBDVolume, device: str,
               cause: processutils.ProcessExecutionError
               ) -> Optional[exception.DeviceHeldByCore]:
@@ -209,6 +237,10 @@ class CachedRBDConnector(rbd.RBDConnector):
         link: Optional[str] = None
         link_created = False
         try:
+            if not was_mapped:
+                # before the core exists and opencas.conf lists it: the
+                # krbd device's own udev run ends first
+                self._settle_udev(volume, 'the map')
             mapped = identity.verify_device(
                 device, volume.spec, 'attach volume %s' % volume.label)
             spec = mapped.spec
@@ -228,6 +260,8 @@ class CachedRBDConnector(rbd.RBDConnector):
                                link if link_created else None)
         if cached is None:
             return {'type': 'block', 'path': device}
+        # the path goes to the guest: udev's probe of it is over first
+        self._settle_udev(volume, 'adding the core')
         return {'type': 'block', 'path': cached.path,
                 'cache_mode': cached.mode.value}
 

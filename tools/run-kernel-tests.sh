@@ -76,9 +76,19 @@ if [ -n "${OS_BRICK_CAS_KERNEL_ANSIBLE_VENV:-}" ]; then
     casroot=${OS_BRICK_CAS_KERNEL_OPENCAS_ROOT:?set it to the staging root of the role}
     set -- "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV" "$@"
 elif [ -z "$tarball" ]; then
-    tarball=$(find ../shared/vendor/open-cas/ -maxdepth 1 \
-              -name 'open-cas-linux-v*.tar.xz' 2>/dev/null | sort -V | tail -n 1)
-    [ -n "$tarball" ] || fail "no Open CAS tarball in ../shared/vendor/open-cas/ (set OS_BRICK_CAS_OPENCAS_TARBALL)"
+    # ../shared beside the repository: the checkout's parent, or for a
+    # git worktree (any directory) the parent of its main working tree
+    vendor=
+    for repo in "$checkout" "$(dirname "$(git -C "$checkout" rev-parse \
+            --path-format=absolute --git-common-dir 2>/dev/null || echo .)")"; do
+        if [ -d "$repo/../shared/vendor/open-cas" ]; then
+            vendor=$(realpath "$repo/../shared/vendor/open-cas")
+            break
+        fi
+    done
+    [ -n "$vendor" ] && tarball=$(find "$vendor" -maxdepth 1 \
+        -name 'open-cas-linux-v*.tar.xz' 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$tarball" ] || fail "no Open CAS tarball in ../shared/vendor/open-cas/ beside $checkout or its main working tree (set OS_BRICK_CAS_OPENCAS_TARBALL)"
 fi
 if [ "$mode" != provision ]; then
     tarball=$(realpath "$tarball")
@@ -142,9 +152,11 @@ vng_rc=$?
 qemu_group_done=$qemu_group
 cleanup
 qemu_group=
-if pgrep -f -- "$results" >/dev/null; then
-    pgrep -a -f -- "$results" >&2
-    fail "a guest process is still running after the run"
+# only what this run started: vng, qemu and their children are in the
+# session setsid opened (its id is the group leader's pid)
+if pgrep -s "$qemu_group_done" >/dev/null; then
+    pgrep -a -s "$qemu_group_done" >&2
+    fail "a process of the guest's session $qemu_group_done is still running after the run"
 fi
 [ "$vng_rc" -eq 124 ] && fail "the guest ran out of time (${timeout_s}s, OS_BRICK_CAS_KERNEL_TIMEOUT); its log: $results/guest.log"
 if [ ! -f "$results/rc" ]; then

@@ -34,7 +34,8 @@ from os_brick_cas.simulator import rbd
 from os_brick_cas.simulator import state as state_mod
 
 TOOLS = {'casadm': 'os_brick_cas.simulator.casadm',
-         'rbd': 'os_brick_cas.simulator.rbd'}
+         'rbd': 'os_brick_cas.simulator.rbd',
+         'udevadm': 'os_brick_cas.simulator.udevadm'}
 
 
 def _stand_in_pythonpath() -> str:

@@ -83,6 +83,21 @@ class AttachDetachTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(self.props(image, 'wb'), first)
         self.assert_clean_host()
 
+    def test_attach_returns_after_udev_settled_on_new_devices(self):
+        # udev's probe of a new /dev/rbdN and /dev/casX-Y (blkid, Open
+        # CAS's loader) raced the first writes on the real kernel
+        image = self.image('volume-settle')
+        self.connector.connect_volume(self.props(image, 'wb'))
+        order = [(call['tool'], call['verb']) for call in self.host.calls()
+                 if call['tool'] in ('rbd', 'udevadm') or
+                 call['verb'] == 'add-core']
+        self.assertEqual([('rbd', 'map'), ('udevadm', 'settle'),
+                          ('casadm', 'add-core'), ('udevadm', 'settle')],
+                         [step for step in order
+                          if step != ('rbd', 'showmapped')])
+        self.connector.disconnect_volume(self.props(image, 'wb'), None)
+        self.assert_clean_host()
+
     def test_detach_of_gone_volume_succeeds(self):
         image = self.image('volume-gone')
         self.connector.disconnect_volume(self.props(image, 'wb'), None)

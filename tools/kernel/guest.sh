@@ -145,11 +145,19 @@ step "run finished with exit status $rc"
 echo $rc > "$results/rc"
 dmesg > "$results/dmesg.txt"
 step "stopping caches, unmapping, stopping Ceph"
-for id in $(casadm -L -o csv 2>/dev/null | awk -F, '$1=="cache"{print $2}'); do
-    casadm -T -i "$id" -n >/dev/null 2>&1
+# every call bounded: a stalled Ceph (krbd I/O hanging in a flush or an
+# unmap) must not hold the guest, and the host's qemu lock, until the
+# guest's whole time bound; SIGKILL after the grace period
+bounded() { timeout --kill-after=5 "$@"; }
+for id in $(bounded 30 casadm -L -o csv 2>/dev/null |
+            awk -F, '$1=="cache"{print $2}'); do
+    bounded 60 casadm -T -i "$id" -n >/dev/null 2>&1 ||
+        echo "casadm -T -i $id -n failed or timed out"
 done
 for dev in /dev/rbd[0-9]*; do
-    [ -b "$dev" ] && timeout 30 rbd unmap -o force "$dev"
+    [ -b "$dev" ] && { bounded 30 rbd unmap -o force "$dev" ||
+        echo "rbd unmap -o force $dev failed or timed out"; }
 done
-"$venv/bin/python" "$checkout/tools/kernel/guest_ceph.py" stop /tmp/ceph
+bounded 90 "$venv/bin/python" "$checkout/tools/kernel/guest_ceph.py" \
+    stop /tmp/ceph || echo "stopping Ceph failed or timed out"
 exit $rc
