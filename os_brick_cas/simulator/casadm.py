@@ -529,8 +529,12 @@ def list_caches(state: dict[str, Any], args: dict[str, Any]) -> Reply:
                             'wb->%s' % cache['mode'])
         else:
             status, mode = cache['status'], cache['mode']
-        lines.append('cache,%s,%s,%s,%s,-' % (cache_id, cache['device'],
-                                              status, mode))
+        # without -b the cache's start path is resolved (cas_lib.c
+        # list_caches: get_dev_path), as each core's is; with -b it is
+        # shown as started (a by-id link stays a link)
+        disk = cache['device'] if by_id else os.path.realpath(
+            cache['device'])
+        lines.append('cache,%s,%s,%s,%s,-' % (cache_id, disk, status, mode))
         for core_id, core in sorted(cache['cores'].items(),
                                     key=lambda item: int(item[0])):
             disk = core['device'] if by_id or core['status'] == 'Inactive' \

@@ -298,6 +298,26 @@ class MessagesTestCase(base.FunctionalTestCase):
         self.assertEqual(sim_casadm.VERSION, cas.version()['CAS CLI Utility'])
 
 
+class ListPathsTestCase(base.FunctionalTestCase):
+    """-L shows resolved paths without -b, the start paths with it."""
+
+    caches = {1: 'wt'}
+
+    def test_cache_started_by_a_link(self):
+        target = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                              'disk')
+        link = target + '-link'
+        os.symlink(target, link)
+        state = self.host.state()
+        state['caches']['1']['device'] = link
+        sim_state.write(self.host.state_dir, state)
+        plain, by_id = (subprocess.run(
+            ['casadm', '-L', '-o', 'csv'] + extra, check=True,
+            capture_output=True, text=True).stdout for extra in ([], ['-b']))
+        self.assertIn('cache,1,%s,Running,wt,-' % target, plain)
+        self.assertIn('cache,1,%s,Running,wt,-' % link, by_id)
+
+
 REAL = real_samples.REAL
 real_sample = real_samples.real_sample
 REAL_FSID = 'e1bc46253e2c45a9a5413d8aa4ee3cf9'
