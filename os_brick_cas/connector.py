@@ -164,14 +164,14 @@ class CachedRBDConnector(rbd.RBDConnector):
         kernel made it; the guest's first writes must not race them (the
         real-kernel tier lost a wb write's blocks that way). A udev that
         does not settle in time only costs a warning: the attach goes on
-        as it would have without the wait.
+        as it would have without the wait. It needs no root: it runs as
+        the service's own user, not through privsep.
         """
         try:
             with events.timed('udev_settle'):
                 self._execute('udevadm', 'settle',
                               '--timeout=%d' % UDEV_SETTLE_TIMEOUT,
-                              root_helper=self._root_helper,
-                              run_as_root=True,
+                              run_as_root=False,
                               timeout=UDEV_SETTLE_TIMEOUT + 10,
                               signal=int(signal.SIGKILL))
         except (processutils.ProcessExecutionError,

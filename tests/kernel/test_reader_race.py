@@ -17,7 +17,8 @@ on the real kernel a wb write racing it once lost 15 blocks of one 64 KiB
 request (issue 22). Here a buffered reader (dd without O_DIRECT, the page
 cache dropped before each pass, as a fresh probe finds it) reads each
 fresh MiB while the guest-like O_DIRECT writer writes it; after the detach
-flush librbd must read every MiB back.
+flush librbd must read every MiB back, whether a racing write was cached
+dirty or passed through to Ceph.
 """
 
 import subprocess
@@ -62,5 +63,10 @@ class BufferedReaderRaceTestCase(base.KernelTestCase):
         missing = ['%d MiB: %s' % (offset // base.MIB,
                                    base.block_map(got, data))
                    for offset, data, got in in_ceph if got != data]
-        self.assertEqual(([], ROUNDS * 256), (missing, dirty))
+        # not every line need be dirty: OCF may serve a write that races
+        # the reader's miss on its lines pass-through, straight to Ceph
+        # (4093 of 4096 lines were dirty in the first guest run); what
+        # must hold is that every byte is in Ceph after the detach
+        self.assertEqual([], missing, 'dirty lines before the detach: %d '
+                         'of %d' % (dirty, ROUNDS * 256))
         self.assert_clean_host()
