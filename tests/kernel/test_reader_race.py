@@ -54,19 +54,26 @@ class BufferedReaderRaceTestCase(base.KernelTestCase):
             written.append((offset, data))
         [core] = self.cores()
         dirty = self.dirty(core)
+        # what the cache gives back, to tell a write the cache holds but
+        # never flushes (clean) from one it lost outright
+        through_cache = {offset: blockio.read_direct(path, offset, len(data))
+                         for offset, data in written}
 
         self.connector.disconnect_volume(props, info)
 
         in_ceph = [(offset, data,
                     real_ceph.read(base.CEPH_CONF, image, offset, len(data)))
                    for offset, data in written]
-        missing = ['%d MiB: %s' % (offset // base.MIB,
-                                   base.block_map(got, data))
+        missing = ['%d MiB: Ceph %s, cache %s' % (
+                       offset // base.MIB, base.block_map(got, data),
+                       base.block_map(through_cache[offset], data))
                    for offset, data, got in in_ceph if got != data]
         # not every line need be dirty: OCF may serve a write that races
         # the reader's miss on its lines pass-through, straight to Ceph
-        # (4093 of 4096 lines were dirty in the first guest run); what
-        # must hold is that every byte is in Ceph after the detach
+        # (4093 of 4096 lines were dirty in the first guest run, every
+        # byte in Ceph); what must hold is that every byte is in Ceph after
+        # the detach. The second run lost 7 blocks (4058 dirty): an open
+        # data-safety defect below the product (issue 22), not a test fault
         self.assertEqual([], missing, 'dirty lines before the detach: %d '
                          'of %d' % (dirty, ROUNDS * 256))
         self.assert_clean_host()
