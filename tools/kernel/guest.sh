@@ -90,7 +90,9 @@ if [ "$mode" = provision ]; then
     mkdir -p "$HOME"
     for run in 1 2; do
         step "provisioning with the os_brick_cas role (run $run)"
-        "$ansible_venv/bin/ansible-playbook" -i localhost, -c local \
+        # ANSIBLE_LOG_PATH: the same output with a time stamp per line
+        ANSIBLE_LOG_PATH=$results/ansible-$run.timed.log \
+            "$ansible_venv/bin/ansible-playbook" -i localhost, -c local \
             "$checkout/tools/kernel/ansible-guest.yml" \
             -e "os_brick_cas_opencas_prebuilt_root=$casroot" \
             -e "os_brick_cas_bin_dir=$venv/bin" \
