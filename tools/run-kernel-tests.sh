@@ -21,8 +21,7 @@
 #                                 new directory under the cache)
 #   OS_BRICK_CAS_KERNEL_ANSIBLE_VENV  an ansible-core virtualenv: the guest
 #                                 is provisioned by the os_brick_cas
-#                                 role from OS_BRICK_CAS_KERNEL_OPENCAS_ROOT
-#                                 (tools/run-ansible-tests.sh sets both)
+#                                 role (tools/run-ansible-tests.sh sets it)
 #   OS_BRICK_CAS_KERNEL_RECORD=1  copy the golden casadm outputs the tests
 #                                 saw into tests/data/real-casadm/<version>/
 # Needs root (apt, and the guest's kernel modules) and the project's venv
@@ -66,16 +65,9 @@ if [ ! -x "$vng_venv/bin/vng" ]; then
     fi
 fi
 
-# -- Open CAS for the guest kernel ---------------------------------------
+# -- Open CAS for the guest kernel: the os_brick_cas role's build tasks --
 tarball=${OS_BRICK_CAS_OPENCAS_TARBALL:-}
-if [ -n "${OS_BRICK_CAS_KERNEL_ANSIBLE_VENV:-}" ]; then
-    # provision mode (tools/run-ansible-tests.sh): the os_brick_cas
-    # role installs Open CAS in the guest from the staging root its own
-    # build tasks made on this host
-    mode=provision
-    casroot=${OS_BRICK_CAS_KERNEL_OPENCAS_ROOT:?set it to the staging root of the role}
-    set -- "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV" "$@"
-elif [ -z "$tarball" ]; then
+if [ -z "$tarball" ]; then
     # ../shared beside the repository: the checkout's parent, or for a
     # git worktree (any directory) the parent of its main working tree
     vendor=
@@ -90,10 +82,14 @@ elif [ -z "$tarball" ]; then
         -name 'open-cas-linux-v*.tar.xz' 2>/dev/null | sort -V | tail -n 1)
     [ -n "$tarball" ] || fail "no Open CAS tarball in ../shared/vendor/open-cas/ beside $checkout or its main working tree (set OS_BRICK_CAS_OPENCAS_TARBALL)"
 fi
-if [ "$mode" != provision ]; then
-    tarball=$(realpath "$tarball")
-    casroot=$(tools/kernel/build-opencas.sh "$tarball" "$kver" "$cache" | tail -n 1) ||
-        fail "Open CAS $(basename "$tarball") does not build for kernel $kver"
+tarball=$(realpath "$tarball")
+casroot=$(tools/kernel/build-opencas.sh "$tarball" "$kver" "$cache" | tail -n 1) ||
+    fail "Open CAS $(basename "$tarball") does not build for kernel $kver"
+if [ -n "${OS_BRICK_CAS_KERNEL_ANSIBLE_VENV:-}" ]; then
+    # provision mode (tools/run-ansible-tests.sh): the os_brick_cas
+    # role installs Open CAS in the guest from that staging root
+    mode=provision
+    set -- "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV" "$@"
 fi
 [ -d "$casroot" ] || fail "Open CAS build of $tarball gave no staging root"
 version=$(cat "$casroot/VERSION")

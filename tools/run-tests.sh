@@ -11,8 +11,8 @@
 #         Open CAS build cached, ~16 min cold; bounded at 45 min). ansible
 #         provisions that guest with the os_brick_cas Ansible role and runs
 #         doctor, host apply/check and the attach tests on it
-#         (tools/run-ansible-tests.sh, ~10 min; on request until it has
-#         passed in CI).
+#         (tools/run-ansible-tests.sh, 30+ min under TCG; on request,
+#         until it has passed in CI).
 # Each runs even if an earlier one failed; the exit status is non-zero if
 # any failed. Needs root for the system packages (Ceph, fio, rbd-fuse,
 # the linter, promtool, qemu) and for the /dev entries the host simulator

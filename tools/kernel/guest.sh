@@ -42,14 +42,16 @@ if [ "$mode" = provision ]; then
         rd_size="${OS_BRICK_CAS_BRD_KIB:-65536}" || die "modprobe brd failed"
 else
     step "installing Open CAS $(cat "$casroot/VERSION") into the guest's overlays"
-    install -D -m 644 "$casroot/lib/modules/$kver/extra/cas_cache.ko" \
+    # the staging root of the role's build tasks: files/ mirrors /
+    files=$casroot/files
+    install -D -m 644 "$files/lib/modules/$kver/extra/block/opencas/cas_cache.ko" \
         "/lib/modules/$kver/extra/cas_cache.ko" ||
         die "no cas_cache.ko for $kver in $casroot (built for another kernel?)"
     # no depmod (it takes ~90 s under TCG): cas_cache has no dependencies
-    install -m 755 "$casroot/sbin/casadm" /usr/sbin/casadm
-    cp -a "$casroot/lib/opencas" /lib/opencas
+    install -m 755 "$files/sbin/casadm" /usr/sbin/casadm
+    cp -a "$files/lib/opencas" /lib/opencas
     ln -sf /lib/opencas/casctl /usr/sbin/casctl
-    install -D -m 644 "$casroot/lib/udev/rules.d/"*.rules -t /lib/udev/rules.d/
+    install -D -m 644 "$files/lib/udev/rules.d/"*.rules -t /lib/udev/rules.d/
     mkdir -p /etc/opencas
 
     step "loading rbd, brd and cas_cache"
@@ -88,7 +90,9 @@ if [ "$mode" = provision ]; then
     mkdir -p "$HOME"
     for run in 1 2; do
         step "provisioning with the os_brick_cas role (run $run)"
-        "$ansible_venv/bin/ansible-playbook" -i localhost, -c local \
+        # ANSIBLE_LOG_PATH: the same output with a time stamp per line
+        ANSIBLE_LOG_PATH=$results/ansible-$run.timed.log \
+            "$ansible_venv/bin/ansible-playbook" -i localhost, -c local \
             "$checkout/tools/kernel/ansible-guest.yml" \
             -e "os_brick_cas_opencas_prebuilt_root=$casroot" \
             -e "os_brick_cas_bin_dir=$venv/bin" \
