@@ -21,7 +21,10 @@ flush librbd must read every MiB back, whether a racing write was cached
 dirty or passed through to Ceph.
 """
 
+import os
 import subprocess
+
+import testtools
 
 from tests.ceph import blockio
 from tests.kernel import base
@@ -32,6 +35,15 @@ from tests import real_ceph
 ROUNDS = 16
 
 
+#: left out of the default run (CI): it reproduces an open defect below
+#: the product in about one run of three (README, "The real-kernel tier")
+BY_NAME_ONLY = ('reproduces an open data-loss race of Open CAS (README, '
+                '"The real-kernel tier"); run it by name: '
+                'tools/run-kernel-tests.sh test_reader_race')
+
+
+@testtools.skipUnless(os.environ.get('OS_BRICK_CAS_KERNEL_BY_NAME') == '1',
+                      BY_NAME_ONLY)
 class BufferedReaderRaceTestCase(base.KernelTestCase):
 
     caches = {2: 'wb'}
