@@ -56,14 +56,11 @@ _POLL_SECONDS = 0.2
 FILE_MODE = 0o660
 
 
-class _Held(threading.local):
-    """Locks this thread (greenthread) holds: name -> nesting depth."""
-
-    def __init__(self) -> None:
-        self.depth: dict[str, int] = {}
-
-
-_held = _Held()
+#: (holder, lock name) -> nesting depth of the locks held in this process.
+#: The holder is ``threading.get_ident()`` looked up at each call, so under
+#: eventlet's monkey-patching (nova-compute) it names the greenthread even
+#: if this module was imported before the patching.
+_depth: dict[tuple[int, str], int] = {}
 
 
 #: serialises creating a lock file with taking one: see _shared_file
@@ -105,7 +102,7 @@ def _shared_file(name: str) -> None:
 
 def held(name: str) -> bool:
     """Whether this thread (greenthread) holds lock *name* now."""
-    return _held.depth.get(name, 0) > 0
+    return (threading.get_ident(), name) in _depth
 
 
 @contextlib.contextmanager
@@ -116,19 +113,20 @@ def _lock(name: str, what: str,
     *timeout*: the caller's own time left, when shorter. Re-entrant for
     the thread that holds it (see the module's docstring).
     """
-    if held(name):
-        _held.depth[name] += 1
+    key = (threading.get_ident(), name)
+    if key in _depth:
+        _depth[key] += 1
         try:
             yield
         finally:
-            _held.depth[name] -= 1
+            _depth[key] -= 1
         return
     with _take(name, what, timeout):
-        _held.depth[name] = 1
+        _depth[key] = 1
         try:
             yield
         finally:
-            del _held.depth[name]
+            del _depth[key]
 
 
 @contextlib.contextmanager
