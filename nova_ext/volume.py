@@ -37,6 +37,7 @@ from os_brick_cas import connector as cas_connector
 from os_brick_cas import exception as cas_exception
 from os_brick_cas import fence as cas_fence
 from os_brick_cas import lifecycle as cas_lifecycle
+from os_brick_cas import locks
 from os_brick_cas import volume as cas_volume
 
 LOG = logging.getLogger(__name__)
@@ -168,8 +169,23 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         return FENCE_SET, owner
 
     def connect_volume(self, connection_info, instance):
+        """Fence the volume to this host, then cache it: one locked step.
+
+        The fence marker's check and compare-and-swap, the connector's
+        attach, the re-own of a held marker and the undo of a failed
+        attach all run under the volume's lock (re-entrant: the
+        connector takes it again), so no drain, undrain, flush or detach
+        of the CLI, the periodic task or another nova thread lands
+        between the marker write and the host change.
+        """
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
+        with locks.volume_lock(volume.spec):
+            self._connect_locked(connection_info, volume, instance)
+
+    def _connect_locked(self, connection_info,
+                        volume: cas_volume.RBDVolume, instance) -> None:
+        data = connection_info['data']
         self._resolve_unfinished(volume)
         epoch = self._attachment_id(connection_info)
         fence_state, owner = self._fence_check_and_set(volume, data, epoch)
@@ -254,8 +270,10 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
     def flush(self, connection_info) -> bool:
         """Flush an attached cached volume in place (bounded)."""
         data = connection_info['data']
-        self._set_owner(data, cas_volume.from_connection_properties(data))
-        return self.connector.flush_volume(data)
+        volume = cas_volume.from_connection_properties(data)
+        with locks.volume_lock(volume.spec):
+            self._set_owner(data, volume)
+            return self.connector.flush_volume(data)
 
     @staticmethod
     def cinder_view() -> cas_lifecycle.Cinder:
@@ -377,6 +395,16 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
 
     def _disconnect(self, data: dict, volume: cas_volume.RBDVolume,
                     instance, force: bool) -> None:
+        """Flush, detach, then clear this host's marker: one locked step.
+
+        The owner is read, the core removed and the marker cleared under
+        the volume's lock (re-entrant: the connector takes it again).
+        """
+        with locks.volume_lock(volume.spec):
+            self._disconnect_locked(data, volume, instance, force)
+
+    def _disconnect_locked(self, data: dict, volume: cas_volume.RBDVolume,
+                           instance, force: bool) -> None:
         # a drain or undrain a stopped process left is resolved first
         self._resolve_unfinished(volume)
         # who owns the newest data now (an evacuation may have moved it)

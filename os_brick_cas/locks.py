@@ -22,10 +22,20 @@ group nova) take the same lock files, so a lock file is created
 group-writable (0660): make ``lock_path`` a directory of group nova with
 the setgid bit (``install -d -g nova -m 2770``), and its files inherit
 that group.
+
+A lock is re-entrant for its holder: the thread (under nova's eventlet
+monkey-patching, the greenthread) that holds a lock may take it again,
+e.g. nova_ext's attach holds the volume lock around the fence marker's
+compare-and-swap and calls the connector, which takes it too. The lock
+file is taken once, by the outermost ``with``, and released only when
+that one exits; a nested ``with`` never waits, so its timeout does not
+apply. Every other thread, greenthread and process waits (bounded) as
+before. Order: a volume lock outside, a cache instance lock inside.
 """
 
 import contextlib
 import os
+import threading
 from typing import Iterator, Optional
 
 from oslo_concurrency import lockutils
@@ -46,23 +56,53 @@ _POLL_SECONDS = 0.2
 FILE_MODE = 0o660
 
 
+#: (holder, lock name) -> nesting depth of the locks held in this process.
+#: The holder is ``threading.get_ident()`` looked up at each call, so under
+#: eventlet's monkey-patching (nova-compute) it names the greenthread even
+#: if this module was imported before the patching.
+_depth: dict[tuple[int, str], int] = {}
+
+
+#: serialises creating a lock file with taking one: see _shared_file
+_opening = threading.Lock()
+
+
 def _shared_file(name: str) -> None:
-    """Create lock file *name* group-writable before lockutils opens it."""
+    """Create lock file *name* group-writable before lockutils opens it.
+
+    Never opens an existing lock file: closing any descriptor of a file
+    drops every fcntl lock this process holds on it, so a thread that
+    merely prepared the file would let other processes in while another
+    thread of this one holds the lock. A new file is created (and
+    closed) while no thread of this process can be taking it.
+    """
     lock_path = CONF[opts.GROUP].lock_path
     if not lock_path:
         return
     path = os.path.join(lock_path, _PREFIX + name)
     try:
         os.makedirs(lock_path, exist_ok=True)
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY, FILE_MODE)
+        with _opening:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                             FILE_MODE))
+    except FileExistsError:
+        pass
     except OSError as exc:
         LOG.debug('Could not prepare lock file %s: %s', path, exc)
         return
     try:
-        if os.fstat(fd).st_uid == os.geteuid():
-            os.fchmod(fd, FILE_MODE)
-    finally:
-        os.close(fd)
+        found = os.stat(path)
+        if (found.st_uid == os.geteuid() and
+                found.st_mode & 0o777 != FILE_MODE):
+            os.chmod(path, FILE_MODE)   # by path: opens no descriptor
+    except OSError as exc:
+        LOG.debug('Could not make lock file %s group-writable: %s', path,
+                  exc)
+
+
+def held(name: str) -> bool:
+    """Whether this thread (greenthread) holds lock *name* now."""
+    return (threading.get_ident(), name) in _depth
 
 
 @contextlib.contextmanager
@@ -70,8 +110,29 @@ def _lock(name: str, what: str,
           timeout: Optional[float] = None) -> Iterator[None]:
     """Hold lock *name*; raise LockTimedOut after lock_timeout seconds.
 
-    *timeout*: the caller's own time left, when shorter.
+    *timeout*: the caller's own time left, when shorter. Re-entrant for
+    the thread that holds it (see the module's docstring).
     """
+    key = (threading.get_ident(), name)
+    if key in _depth:
+        _depth[key] += 1
+        try:
+            yield
+        finally:
+            _depth[key] -= 1
+        return
+    with _take(name, what, timeout):
+        _depth[key] = 1
+        try:
+            yield
+        finally:
+            del _depth[key]
+
+
+@contextlib.contextmanager
+def _take(name: str, what: str,
+          timeout: Optional[float] = None) -> Iterator[None]:
+    """Take the lock file of *name* (not held here yet), bounded."""
     configured = CONF[opts.GROUP].lock_timeout
     timeout = configured if timeout is None else max(
         0.0, min(configured, timeout))
@@ -89,7 +150,8 @@ def _lock(name: str, what: str,
                 candidate = lockutils.lock(
                     name, lock_file_prefix=_PREFIX, external=True,
                     lock_path=CONF[opts.GROUP].lock_path, blocking=False)
-                candidate.__enter__()
+                with _opening:
+                    candidate.__enter__()
                 held = candidate
     except lockutils.AcquireLockFailedException:
         LOG.error('Gave up waiting %(timeout)s s for the lock of %(what)s.',
@@ -110,7 +172,9 @@ def volume_lock(spec: rbd_names.ImageSpec, timeout: Optional[float] = None):
     """Serialise every life-cycle step of one RBD image on this host.
 
     Attach, detach, drain, undrain, recover and discard, from nova-compute
-    and from the CLI alike.
+    and from the CLI alike; nova_ext's fence marker changes of an attach
+    or detach happen inside it, with the host change they belong to.
+    Re-entrant for its holder.
     """
     return _lock(volume_lock_name(spec),
                  'volume %s' % '/'.join(p for p in (spec.pool, spec.namespace,
