@@ -138,10 +138,14 @@ trap 'exit 130' INT TERM
 note "booting $vmlinuz (memory ${OS_BRICK_CAS_KERNEL_MEMORY:-2G}, bound ${timeout_s}s); results in $results"
 guest_cmd=$(printf '%q ' "$checkout/tools/kernel/guest.sh" "$results" \
             "$checkout" "$casroot" "$venv" "$mode" "$@")
+# vng's qemu opens /proc/self/fd/1 and /2 as "file" chardevs, which
+# truncates a regular file: through pipes, a log this run's output is
+# appended to (CI's, run-tests.sh's) keeps what earlier suites wrote
 PATH=$vng_venv/bin:$PATH setsid timeout --kill-after=20 "$timeout_s" \
     vng "${accel[@]}" --run "$vmlinuz" \
         --memory "${OS_BRICK_CAS_KERNEL_MEMORY:-2G}" --cpus 2 \
-        "${shares[@]}" --rwdir "$results" --exec "$guest_cmd" < /dev/null &
+        "${shares[@]}" --rwdir "$results" --exec "$guest_cmd" < /dev/null \
+        > >(cat) 2> >(cat >&2) &
 qemu_group=$!
 wait "$qemu_group"
 vng_rc=$?
