@@ -19,17 +19,23 @@ libvirt's cache=none. Each fresh MiB is read while it is written, by:
   each MiB, as udev's probe or an operator's tool finds it: readahead);
   on the real kernel this once lost 7 blocks of one 64 KiB request;
 * an O_DIRECT reader (4 KiB requests), what the VM's own reads of the
-  same disk are with cache=none.
+  same disk are with cache=none. Here the writer also keeps one O_DIRECT
+  descriptor open for the whole pass, as QEMU does: dd closing the device
+  after each MiB (the buffered test's writer) makes udev's inotify watch
+  (Open CAS's 60-persistent-storage-cas.rules: OPTIONS+="watch") run a
+  blkid probe, a buffered reader of its own, after every MiB.
 
 After the detach flush librbd must read every MiB back, whether a racing
 write was cached dirty or passed through to Ceph. Each test does PASSES
 passes (a fresh image and attach each) in one guest boot; a line per pass
-(dirty lines, pass-through writes, blocks lost in Ceph, blocks the cache
-returned wrong) goes to RESULTS/reader-race.txt.
+(dirty lines, write and pass-through write requests, blocks lost in Ceph,
+blocks the cache returned wrong) goes to RESULTS/reader-race.txt.
 """
 
+import mmap
 import os
 import subprocess
+from typing import Callable
 
 import fixtures
 import testtools
@@ -46,6 +52,9 @@ ROUNDS = 16
 #: passes per test in one guest boot (boots are the expensive part)
 PASSES = 4
 PASS_THROUGH_WRITES = 'Pass-Through writes [Requests]'
+WRITE_REQUESTS = 'Write total [Requests]'
+#: the writer's request size (dd bs=64k, and the held descriptor's)
+CHUNK = 64 * 1024
 
 
 #: left out of the default run (CI): it reproduces an open defect below
@@ -60,16 +69,54 @@ def lost(block_map: str) -> int:
     return len(block_map) - block_map.count('=')
 
 
+class HeldWriter:
+    """One O_DIRECT descriptor for a whole pass, as a VM's disk keeps it.
+
+    64 KiB requests from a page-aligned buffer, fsync after each MiB (as
+    dd conv=fsync); no close between MiBs, so udev's watch sees none.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
+        self.buffer = mmap.mmap(-1, CHUNK)
+
+    def write(self, offset: int, data: bytes) -> None:
+        for start in range(0, len(data), CHUNK):
+            self.buffer[:] = data[start:start + CHUNK]
+            if os.pwrite(self.fd, self.buffer, offset + start) != CHUNK:
+                raise IOError('short O_DIRECT write at %d' % (offset + start))
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
+        self.buffer.close()
+
+
+class DdWriter:
+    """A new dd (oflag=direct, bs=64k, conv=fsync) for each MiB."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def write(self, offset: int, data: bytes) -> None:
+        blockio.write_direct(self.path, offset, data)
+
+    def close(self) -> None:
+        pass
+
+
 @testtools.skipUnless(os.environ.get('OS_BRICK_CAS_KERNEL_BY_NAME') == '1',
                       BY_NAME_ONLY)
 class ReaderRaceTestCase(base.KernelTestCase):
 
     caches = {2: 'wb'}
 
-    def race(self, label: str, reader: list[str]) -> None:
+    def race(self, label: str, reader: list[str],
+             writer: Callable[[str], object]) -> None:
         """PASSES passes of the race; every byte must be in Ceph."""
         self.useFixture(fixtures.Timeout(120 + 150 * PASSES, gentle=True))
-        summaries = [self.race_pass('%s-%d' % (label, number), reader)
+        summaries = [self.race_pass('%s-%d' % (label, number), reader,
+                                    writer)
                      for number in range(PASSES)]
         report = '\n'.join(summaries)
         if base.RESULTS:
@@ -79,24 +126,30 @@ class ReaderRaceTestCase(base.KernelTestCase):
         self.addDetail('passes', content.text_content(report))
         self.assertNotIn(' LOST ', report)
 
-    def race_pass(self, label: str, reader: list[str]) -> str:
+    def race_pass(self, label: str, reader: list[str],
+                  writer: Callable[[str], object]) -> str:
         """One attach, ROUNDS racing MiBs, the detach, the Ceph check."""
         image = self.image('race-' + label, size_mb=ROUNDS + 8)
         props = self.props(image, 'wb')
         info = self.connector.connect_volume(props)
         path = info['path']
         written = []
-        for index in range(ROUNDS):
-            offset = index * base.MIB
-            data = blockio.pattern('race-%s-%d' % (label, index), base.MIB)
-            base.run('blockdev', '--flushbufs', path)
-            reading = subprocess.Popen(
-                ['dd', 'if=%s' % path, 'of=/dev/null', 'bs=4k',
-                 'skip=%d' % (offset // 4096), 'count=256', 'status=none']
-                + reader)
-            blockio.write_direct(path, offset, data)
-            reading.wait(timeout=120)
-            written.append((offset, data))
+        out = writer(path)
+        try:
+            for index in range(ROUNDS):
+                offset = index * base.MIB
+                data = blockio.pattern('race-%s-%d' % (label, index),
+                                       base.MIB)
+                base.run('blockdev', '--flushbufs', path)
+                reading = subprocess.Popen(
+                    ['dd', 'if=%s' % path, 'of=/dev/null', 'bs=4k',
+                     'skip=%d' % (offset // 4096), 'count=256',
+                     'status=none'] + reader)
+                out.write(offset, data)
+                reading.wait(timeout=120)
+                written.append((offset, data))
+        finally:
+            out.close()
         [core] = self.cores()
         stats = casadm.parse_stats(self.casadm_ok(
             '-P', '-i', str(core.cache_id), '-j', str(core.core_id),
@@ -118,11 +171,18 @@ class ReaderRaceTestCase(base.KernelTestCase):
         wrong_in_cache = sum(map(lost, cache_maps))
         # not every line need be dirty: OCF may serve a write that races
         # the reader's miss on its lines pass-through, straight to Ceph;
-        # what must hold is that every byte is in Ceph after the detach
-        summary = ('%s: dirty %d of %d, pass-through writes %s, %s %d '
-                   'blocks in Ceph, cache wrong %d blocks' % (
+        # what must hold is that every byte is in Ceph after the detach.
+        # More write requests than ROUNDS * MIB / CHUNK: some 64 KiB
+        # O_DIRECT writes reached the device in other pieces (the kernel
+        # falls back to a buffered write when it cannot drop the page
+        # cache of the range)
+        summary = ('%s: dirty %d of %d, write requests %s of %d, '
+                   'pass-through writes %s, %s %d blocks in Ceph, cache '
+                   'wrong %d blocks' % (
                        label, int(float(stats[casadm.DIRTY_BLOCKS])),
-                       ROUNDS * 256, stats.get(PASS_THROUGH_WRITES, '?'),
+                       ROUNDS * 256, stats.get(WRITE_REQUESTS, '?'),
+                       ROUNDS * base.MIB // CHUNK,
+                       stats.get(PASS_THROUGH_WRITES, '?'),
                        'LOST' if lost_in_ceph else 'lost', lost_in_ceph,
                        wrong_in_cache))
         for index, (ceph, cache) in enumerate(zip(ceph_maps, cache_maps)):
@@ -132,7 +192,11 @@ class ReaderRaceTestCase(base.KernelTestCase):
         return summary
 
     def test_wb_writes_racing_a_buffered_reader_reach_ceph(self):
-        self.race('buffered', [])
+        # the reproducer as first found: dd per MiB, so udev's watch
+        # probes (blkid, buffered) run after each MiB too
+        self.race('buffered', [], DdWriter)
 
     def test_wb_writes_racing_a_direct_reader_reach_ceph(self):
-        self.race('direct', ['iflag=direct'])
+        # a VM with cache=none: its own O_DIRECT reads and writes, one
+        # open descriptor
+        self.race('direct', ['iflag=direct'], HeldWriter)
