@@ -116,14 +116,15 @@ class ReaderRaceTestCase(base.KernelTestCase):
              writer: Callable[[str], object]) -> None:
         """PASSES passes of the race; every byte must be in Ceph."""
         self.useFixture(fixtures.Timeout(120 + 150 * PASSES, gentle=True))
-        summaries = [self.race_pass('%s-%d' % (label, number), reader,
-                                    writer)
-                     for number in range(PASSES)]
+        summaries = []
+        for number in range(PASSES):
+            summaries.append(self.race_pass('%s-%d' % (label, number),
+                                            reader, writer))
+            if base.RESULTS:    # kept pass by pass: a later one may hang
+                with open(os.path.join(base.RESULTS, 'reader-race.txt'),
+                          'a') as results:
+                    results.write(summaries[-1] + '\n')
         report = '\n'.join(summaries)
-        if base.RESULTS:
-            with open(os.path.join(base.RESULTS, 'reader-race.txt'),
-                      'a') as results:
-                results.write(report + '\n')
         self.addDetail('passes', content.text_content(report))
         self.assertNotIn(' LOST ', report)
 
