@@ -23,7 +23,10 @@ libvirt's cache=none. Each fresh MiB is read while it is written, by:
   descriptor open for the whole pass, as QEMU does: dd closing the device
   after each MiB (the buffered test's writer) makes udev's inotify watch
   (Open CAS's 60-persistent-storage-cas.rules: OPTIONS+="watch") run a
-  blkid probe, a buffered reader of its own, after every MiB.
+  blkid probe, a buffered reader of its own, after every MiB;
+* an O_DIRECT read of each 64 KiB chunk started together with its write
+  (a thread each, one barrier): a VM reading the very blocks whose first
+  write is still in flight.
 
 After the detach flush librbd must read every MiB back, whether a racing
 write was cached dirty or passed through to Ceph. Each test does PASSES
@@ -34,8 +37,10 @@ blocks the cache returned wrong) goes to RESULTS/reader-race.txt.
 
 import mmap
 import os
+import queue
 import subprocess
-from typing import Callable
+import threading
+from typing import Callable, Optional
 
 import fixtures
 import testtools
@@ -93,6 +98,49 @@ class HeldWriter:
         self.buffer.close()
 
 
+class ChunkRacer(HeldWriter):
+    """The held writer, each 64 KiB write raced by an O_DIRECT read of it.
+
+    A second thread reads the very chunk being written (its own O_DIRECT
+    descriptor), both released together by a barrier: the read's lookup
+    lands before, during or after the write's, as a VM's read of a block
+    whose first write is still in flight would.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.reader = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        self.read_buffer = mmap.mmap(-1, CHUNK)
+        self.barrier = threading.Barrier(2, timeout=60)
+        self.offsets: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._read_loop, daemon=True)
+        self.thread.start()
+
+    def _read_loop(self) -> None:
+        while True:
+            offset = self.offsets.get()
+            if offset is None:
+                return
+            self.barrier.wait()
+            os.preadv(self.reader, [self.read_buffer], offset)
+
+    def write(self, offset: int, data: bytes) -> None:
+        for start in range(0, len(data), CHUNK):
+            self.buffer[:] = data[start:start + CHUNK]
+            self.offsets.put(offset + start)
+            self.barrier.wait()
+            if os.pwrite(self.fd, self.buffer, offset + start) != CHUNK:
+                raise IOError('short O_DIRECT write at %d' % (offset + start))
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        self.offsets.put(None)
+        self.thread.join(60)
+        os.close(self.reader)
+        self.read_buffer.close()
+        super().close()
+
+
 class DdWriter:
     """A new dd (oflag=direct, bs=64k, conv=fsync) for each MiB."""
 
@@ -112,7 +160,7 @@ class ReaderRaceTestCase(base.KernelTestCase):
 
     caches = {2: 'wb'}
 
-    def race(self, label: str, reader: list[str],
+    def race(self, label: str, reader: Optional[list[str]],
              writer: Callable[[str], object]) -> None:
         """PASSES passes of the race; every byte must be in Ceph."""
         self.useFixture(fixtures.Timeout(120 + 150 * PASSES, gentle=True))
@@ -128,7 +176,7 @@ class ReaderRaceTestCase(base.KernelTestCase):
         self.addDetail('passes', content.text_content(report))
         self.assertNotIn(' LOST ', report)
 
-    def race_pass(self, label: str, reader: list[str],
+    def race_pass(self, label: str, reader: Optional[list[str]],
                   writer: Callable[[str], object]) -> str:
         """One attach, ROUNDS racing MiBs, the detach, the Ceph check."""
         image = self.image('race-' + label, size_mb=ROUNDS + 8)
@@ -143,12 +191,13 @@ class ReaderRaceTestCase(base.KernelTestCase):
                 data = blockio.pattern('race-%s-%d' % (label, index),
                                        base.MIB)
                 base.run('blockdev', '--flushbufs', path)
-                reading = subprocess.Popen(
+                reading = None if reader is None else subprocess.Popen(
                     ['dd', 'if=%s' % path, 'of=/dev/null', 'bs=4k',
                      'skip=%d' % (offset // 4096), 'count=256',
                      'status=none'] + reader)
                 out.write(offset, data)
-                reading.wait(timeout=120)
+                if reading:
+                    reading.wait(timeout=120)
                 written.append((offset, data))
         finally:
             out.close()
@@ -203,3 +252,8 @@ class ReaderRaceTestCase(base.KernelTestCase):
         # a VM with cache=none: its own O_DIRECT reads and writes, one
         # open descriptor
         self.race('direct', ['iflag=direct'], HeldWriter)
+
+    def test_wb_writes_racing_a_direct_read_of_each_chunk_reach_ceph(self):
+        # a VM reading (O_DIRECT) the very blocks whose first write is in
+        # flight: each 64 KiB write and a read of it start together
+        self.race('chunk', None, ChunkRacer)

@@ -87,6 +87,12 @@ class UdevWatchTestCase(base.KernelTestCase):
         without_rule = self.reads_after_a_write_close(path)
 
         self.connector.disconnect_volume(props, info)
+        if base.RESULTS:
+            with open(os.path.join(base.RESULTS, 'udev-watch.txt'),
+                      'w') as results:
+                results.write('device reads after a write-close: %d with '
+                              "the product's rule, %d without its nowatch "
+                              'line\n' % (with_rule, without_rule))
         self.assertEqual(0, with_rule, 'reads after a write-close with the '
                          "product's nowatch rule")
         self.assertGreater(without_rule, 0, 'the control (Open CAS\'s watch '
