@@ -17,7 +17,7 @@ libvirt's cache=none. Each fresh MiB is read while it is written, by:
 
 * a buffered reader (dd without O_DIRECT, the page cache dropped before
   each MiB, as udev's probe or an operator's tool finds it: readahead);
-  on v26.03.2 it lost part of one 64 KiB write in 2 of 11 passes;
+  on v26.03.2 it lost part of one 64 KiB write in 3 of 15 passes;
 * an O_DIRECT reader (4 KiB requests), what the VM's own reads of the
   same disk are with cache=none. Here the writer also keeps one O_DIRECT
   descriptor open for the whole pass, as QEMU does (were udev's inotify
