@@ -33,6 +33,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import core_tuning
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
 from os_brick_cas import exception
@@ -214,6 +215,7 @@ class VolumeCache(object):
                 raise
         if mode.holds_dirty_data:
             self._forget_inherited_class(core)
+        core_tuning.tune_new_core(self.casadm, core, self.conf)
         LOG.info('Volume %(vol)s cached in instance %(cache)s (%(mode)s) as '
                  '%(path)s', {'vol': volume, 'cache': cache_id,
                               'mode': mode.value, 'path': core.exported})
