@@ -59,6 +59,8 @@ class CachedDevice:
     mode: modes.CacheMode
     path: str
     core_device: str
+    #: this call made the exported device (added or re-activated the core)
+    fresh: bool = False
 
 
 class VolumeCache(object):
@@ -220,7 +222,7 @@ class VolumeCache(object):
                  '%(path)s', {'vol': volume, 'cache': cache_id,
                               'mode': mode.value, 'path': core.exported})
         return CachedDevice(cache_id, core.core_id, mode, core.exported,
-                            core_device)
+                            core_device, fresh=True)
 
     def _forget_inherited_class(self, core: casadm_mod.Core) -> None:
         """A new core must not inherit the drain class of its id.
@@ -262,6 +264,7 @@ class VolumeCache(object):
                         'keeping it where its cached data is.',
                         {'vol': volume, 'cache': core.cache_id,
                          'mode': mode.value, 'req': requested.value})
+        fresh = not core.active
         if core.active:
             LOG.debug('Volume %(vol)s is already cached as %(path)s',
                       {'vol': volume, 'path': core.exported})
@@ -281,7 +284,8 @@ class VolumeCache(object):
                                      core.device)
         return CachedDevice(core.cache_id, core.core_id, mode,
                             core.exported or casadm_mod.exported_path(
-                                core.cache_id, core.core_id), core.device)
+                                core.cache_id, core.core_id), core.device,
+                            fresh=fresh)
 
     def detach(self, core_device: str, volume: str,
                spec: Optional[rbd_names.ImageSpec] = None) -> bool:

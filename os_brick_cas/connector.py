@@ -260,8 +260,11 @@ class CachedRBDConnector(rbd.RBDConnector):
                                link if link_created else None)
         if cached is None:
             return {'type': 'block', 'path': device}
-        # the path goes to the guest: udev's probe of it is over first
-        self._settle_udev(volume, 'adding the core')
+        if cached.fresh or not was_mapped:
+            # the path goes to the guest: udev's probe of it is over first
+            # (an attach that found both the mapping and the core active
+            # made no device, so there is nothing to wait for)
+            self._settle_udev(volume, 'adding the core')
         return {'type': 'block', 'path': cached.path,
                 'cache_mode': cached.mode.value}
 
