@@ -60,6 +60,16 @@ host_opts = [
              'to Ceph. When it runs out the detach fails and the core, its '
              'dirty data and the RBD mapping stay in place.'),
     cfg.IntOpt(
+        'udev_settle_timeout',
+        default=30,
+        min=0,
+        help='Seconds an attach waits ("udevadm settle") for udev to finish '
+             'with the devices it just made (the krbd mapping, then the '
+             'Open CAS /dev/casX-Y) before the guest gets the path: udev\'s '
+             'probes and Open CAS\'s loader must not race the first writes. '
+             'A udev that does not settle in time costs a warning, not the '
+             'attach. 0 skips the wait (not recommended).'),
+    cfg.IntOpt(
         'casadm_timeout',
         default=60,
         min=1,

@@ -103,6 +103,16 @@ class AttachDetachTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(self.props(image, 'wb'), None)
         self.assert_clean_host()
 
+    def test_a_settle_timeout_of_zero_skips_the_wait(self):
+        self.conf.config(group='os_brick_cas', udev_settle_timeout=0)
+        image = self.image('volume-nosettle')
+        self.connector.connect_volume(self.props(image, 'wt'))
+        self.assertEqual([], [call for call in self.host.calls()
+                              if call['tool'] == 'udevadm'])
+        self.assertEqual(1, len(self.cores()))
+        self.connector.disconnect_volume(self.props(image, 'wt'), None)
+        self.assert_clean_host()
+
     def test_detach_of_gone_volume_succeeds(self):
         image = self.image('volume-gone')
         self.connector.disconnect_volume(self.props(image, 'wb'), None)
