@@ -52,6 +52,17 @@ host_opts = [
         ],
         help='What to do when the host has no usable cache instance for the '
              'mode a volume asks for.'),
+    cfg.ListOpt(
+        'accepted_data_loss_defects',
+        default=[],
+        help='Open CAS defects known to lose acknowledged writes (README, '
+             '"Known data-loss defect") that the operator accepts on this '
+             'host, by key, e.g. ocf-hit-invalid-backfill. While the loaded '
+             'Open CAS release has such a defect for a mode, os-brick-cas '
+             'does not offer that mode: new attaches follow fallback_policy, '
+             'doctor fails and nova reports no trait for it. Volumes already '
+             'cached keep working (re-attach, flush, detach). Accept a '
+             'defect only once you know your guests cannot trigger it.'),
     cfg.IntOpt(
         'flush_timeout',
         default=600,
