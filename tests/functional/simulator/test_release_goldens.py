@@ -167,6 +167,24 @@ class ReleaseGoldens(object):
         self.assert_same('io-class-list-drained')
         self.connector.disconnect_volume(props, info)
 
+    def test_runtime_params(self) -> None:
+        """tests/kernel/test_params.py's -G calls, same settings."""
+        names = sorted(
+            name[:-len('.txt')] for name in os.listdir(os.path.join(
+                real_samples.REAL, self.release))
+            if name.startswith('get-param-'))
+        self.assertEqual(6, len(names), names)
+        self.keep_only(1)
+        props, info = self.attach('params', 'wt')
+        [core] = self.cores()
+        for argv in (('-X', '-n', 'cleaning', '-i', '1', '-p', 'nop'),
+                     ('-X', '-n', 'seq-cutoff', '-i', '1', '-j',
+                      str(core.core_id), '-p', 'never')):
+            self.assertEqual(0, run('casadm', *argv).returncode)
+        for name in names:
+            self.assert_same(name)
+        self.connector.disconnect_volume(props, info)
+
 
 class V24_9TestCase(ReleaseGoldens, base.FunctionalTestCase):
     release = 'v24.9'
