@@ -186,11 +186,29 @@ class ReleaseGoldens(object):
         self.connector.disconnect_volume(props, info)
 
 
-class V24_9TestCase(ReleaseGoldens, base.FunctionalTestCase):
+class RenamedClass0(object):
+    """A class 0 not named ``unclassified`` (recorded on v24.9, v25.12.2)."""
+
+    def test_io_class_0_renamed(self) -> None:
+        table = os.path.join(self.tmp, 'ioclass.csv')
+        with open(table, 'w') as conf:
+            conf.write('IO class id,IO class name,Eviction priority,'
+                       'Allocation\n0,default,255,1\n'
+                       '1,core_id:eq:1&done,0,0\n')
+        self.keep_only(1)
+        self.assert_same('io-class-load-class0-renamed', [
+            'casadm', '--io-class', '--load-config', '--cache-id', '1',
+            '--file', table])
+        self.assert_same('io-class-list-after-class0-renamed')
+
+
+class V24_9TestCase(RenamedClass0, ReleaseGoldens,
+                    base.FunctionalTestCase):
     release = 'v24.9'
 
 
-class V25_12_2TestCase(ReleaseGoldens, base.FunctionalTestCase):
+class V25_12_2TestCase(RenamedClass0, ReleaseGoldens,
+                       base.FunctionalTestCase):
     release = 'v25.12.2'
 
 
