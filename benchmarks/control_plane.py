@@ -89,6 +89,13 @@ class Meter(object):
         return counted
 
 
+#: the simulator's two instances with every parameter left to its default
+HOST_LAYOUT = '''instances:
+  - {id: 1, mode: wt, device: /dev/disk/by-id/nvme-sim-part1}
+  - {id: 2, mode: wb, device: /dev/disk/by-id/nvme-sim-part2}
+'''
+
+
 def props(image: str, cached: bool, mode: str) -> dict[str, Any]:
     data = {'name': '%s/%s' % (POOL, image), 'hosts': ['127.0.0.1'],
             'ports': ['6789'], 'auth_username': 'cinder',
@@ -208,6 +215,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument('--udev-rule', action='store_true',
                         help='simulate the shipped udev rule (by-id links '
                              'made by udev, not by the connector)')
+    parser.add_argument('--host-layout', action='store_true',
+                        help='a host layout with the per-mode defaults '
+                             '(sequential cut-off always/64 KiB): each new '
+                             'core is given it (casadm -X seq-cutoff)')
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         print('run as root: the simulator creates /dev entries',
@@ -225,6 +236,11 @@ def main(argv: list[str]) -> int:
                       group=opts.GROUP)
     CONF.set_override('opencas_conf', conf_path, group=opts.GROUP)
     CONF.set_override('lock_path', workdir, group=opts.GROUP)
+    layout_path = os.path.join(workdir, 'host-layout.yaml')
+    if args.host_layout:
+        with open(layout_path, 'w') as layout_file:
+            layout_file.write(HOST_LAYOUT)
+    CONF.set_override('host_layout', layout_path, group=opts.GROUP)
     cas_cmd.run_privileged_in_process_as_root()
     host = fixture.SimulatedHost(caches={1: 'wt', 2: 'wb'},
                                  udev_by_id=args.udev_rule)
@@ -246,9 +262,12 @@ def main(argv: list[str]) -> int:
 
     print('os-brick-cas control-plane benchmark -- SIMULATED host (stand-in '
           'casadm/rbd sleeping %.0f ms per command), %s cache, udev rule %s;'
-          ' not hardware figures' % (args.latency_ms, args.mode,
-                                     'simulated' if args.udev_rule
-                                     else 'absent (connector makes links)'))
+          ' host layout %s; not hardware figures' % (
+              args.latency_ms, args.mode,
+              'simulated' if args.udev_rule
+              else 'absent (connector makes links)',
+              'with the per-mode defaults' if args.host_layout
+              else 'absent'))
     for step in ('attach', 'detach'):
         plain = sequential['plain']['calls'][step]
         cached = sequential['cached']['calls'][step]

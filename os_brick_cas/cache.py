@@ -33,6 +33,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import core_tuning
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
 from os_brick_cas import exception
@@ -58,6 +59,8 @@ class CachedDevice:
     mode: modes.CacheMode
     path: str
     core_device: str
+    #: this call made the exported device (added or re-activated the core)
+    fresh: bool = False
 
 
 class VolumeCache(object):
@@ -214,11 +217,12 @@ class VolumeCache(object):
                 raise
         if mode.holds_dirty_data:
             self._forget_inherited_class(core)
+        core_tuning.tune_new_core(self.casadm, core, self.conf)
         LOG.info('Volume %(vol)s cached in instance %(cache)s (%(mode)s) as '
                  '%(path)s', {'vol': volume, 'cache': cache_id,
                               'mode': mode.value, 'path': core.exported})
         return CachedDevice(cache_id, core.core_id, mode, core.exported,
-                            core_device)
+                            core_device, fresh=True)
 
     def _forget_inherited_class(self, core: casadm_mod.Core) -> None:
         """A new core must not inherit the drain class of its id.
@@ -260,6 +264,7 @@ class VolumeCache(object):
                         'keeping it where its cached data is.',
                         {'vol': volume, 'cache': core.cache_id,
                          'mode': mode.value, 'req': requested.value})
+        fresh = not core.active
         if core.active:
             LOG.debug('Volume %(vol)s is already cached as %(path)s',
                       {'vol': volume, 'path': core.exported})
@@ -279,7 +284,8 @@ class VolumeCache(object):
                                      core.device)
         return CachedDevice(core.cache_id, core.core_id, mode,
                             core.exported or casadm_mod.exported_path(
-                                core.cache_id, core.core_id), core.device)
+                                core.cache_id, core.core_id), core.device,
+                            fresh=fresh)
 
     def detach(self, core_device: str, volume: str,
                spec: Optional[rbd_names.ImageSpec] = None) -> bool:

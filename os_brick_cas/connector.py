@@ -57,7 +57,6 @@ EBUSY = 16
 #: casadm is not usable at all on this host
 NO_OPEN_CAS = (exception.CasadmNotFound, exception.CasModuleNotLoaded)
 #: seconds an attach waits for udev to finish with the devices it made
-UDEV_SETTLE_TIMEOUT = 30
 
 
 def _names_image(core_device: str, spec: rbd_names.ImageSpec) -> bool:
@@ -167,18 +166,19 @@ class CachedRBDConnector(rbd.RBDConnector):
         as it would have without the wait. It needs no root: it runs as
         the service's own user, not through privsep.
         """
+        timeout = self.volume_cache.conf[opts.GROUP].udev_settle_timeout
+        if not timeout:
+            return
         try:
             with events.timed('udev_settle'):
-                self._execute('udevadm', 'settle',
-                              '--timeout=%d' % UDEV_SETTLE_TIMEOUT,
-                              run_as_root=False,
-                              timeout=UDEV_SETTLE_TIMEOUT + 10,
+                self._execute('udevadm', 'settle', '--timeout=%d' % timeout,
+                              run_as_root=False, timeout=timeout + 10,
                               signal=int(signal.SIGKILL))
         except (processutils.ProcessExecutionError,
                 brick_exception.ExecutionTimeout) as exc:
             LOG.warning('udev did not settle within %(timeout)d s after '
                         '%(after)s of volume %(vol)s (%(err)s); going on.',
-                        {'timeout': UDEV_SETTLE_TIMEOUT, 'after': after,
+                        {'timeout': timeout, 'after': after,
                          'vol': volume.label, 'err': exc})
 
     def _held(self, volume: volume_mod.RBDVolume, device: str,
@@ -260,8 +260,11 @@ class CachedRBDConnector(rbd.RBDConnector):
                                link if link_created else None)
         if cached is None:
             return {'type': 'block', 'path': device}
-        # the path goes to the guest: udev's probe of it is over first
-        self._settle_udev(volume, 'adding the core')
+        if cached.fresh or not was_mapped:
+            # the path goes to the guest: udev's probe of it is over first
+            # (an attach that found both the mapping and the core active
+            # made no device, so there is nothing to wait for)
+            self._settle_udev(volume, 'adding the core')
         return {'type': 'block', 'path': cached.path,
                 'cache_mode': cached.mode.value}
 

@@ -101,6 +101,18 @@ class CacheNotRunning(CasError):
                "Running. %(advice)s")
 
 
+class OpenCasDataLossDefect(CasError):
+    """The loaded Open CAS release can lose this mode's writes."""
+
+    message = ("Open CAS %(version)s, loaded on this host, has a known "
+               "defect that can lose acknowledged %(mode)s writes "
+               "(%(defect)s: %(summary)s). Mode %(mode)s is not offered for "
+               "new attaches here. Install an Open CAS release without it "
+               "(v25.12.2 or v24.9), offer wt instead, or, knowing your "
+               "guests cannot trigger it, accept it in [os_brick_cas] "
+               "accepted_data_loss_defects = %(defect)s.")
+
+
 class CacheModeMismatch(CasError):
     message = ("[os_brick_cas] cache_instances maps mode %(mode)s to cache "
                "instance %(cache_id)s, but that instance runs in mode "

@@ -99,37 +99,49 @@ class InstanceLayout:
         default and refused (HostLayoutRefused) when the layout asks for
         it.
         """
+        return [setting for section in SECTIONS
+                for setting in self._section_settings(section, release)]
+
+    def core_settings(self) -> list[Setting]:
+        """The per-core parameters (sequential cut-off) every core gets.
+
+        Open CAS gives each core it adds its own defaults; these are what
+        the layout wants instead. No release gates them.
+        """
+        return self._section_settings(P.SEQ_CUTOFF, None)
+
+    def _section_settings(self, section: str,
+                          release: Optional[tuple[int, int]]
+                          ) -> list[Setting]:
         result = []
-        for section in SECTIONS:
-            written = self.sections.get(section, {})
-            policy = self.policy(section)
-            defaults = mode_defaults(self.mode)[section]
-            use_defaults = defaults.get('policy') == policy
-            namespaces = [section, params.namespace_of_policy(section,
-                                                              policy)]
-            for namespace in filter(None, namespaces):
-                for param in params.of_namespace(namespace):
-                    explicit = param.field in written
+        written = self.sections.get(section, {})
+        policy = self.policy(section)
+        defaults = mode_defaults(self.mode)[section]
+        use_defaults = defaults.get('policy') == policy
+        namespaces = [section, params.namespace_of_policy(section, policy)]
+        for namespace in filter(None, namespaces):
+            for param in params.of_namespace(namespace):
+                explicit = param.field in written
+                if explicit:
+                    value = written[param.field]
+                elif use_defaults and param.field in defaults:
+                    value = defaults[param.field]
+                else:
+                    value = param.default
+                if not params.supported(param, release):
                     if explicit:
-                        value = written[param.field]
-                    elif use_defaults and param.field in defaults:
-                        value = defaults[param.field]
-                    else:
-                        value = param.default
-                    if not params.supported(param, release):
-                        if explicit:
-                            raise exception.HostLayoutRefused(
-                                cache_id=self.cache_id,
-                                reason='%s.%s needs Open CAS v%d.%02d or '
-                                       'newer (casadm --%s); this host runs '
-                                       '%s. Remove it from the layout or '
-                                       'upgrade Open CAS.' % (
-                                           _SECTION_KEYS[section],
-                                           param.field, param.since[0],
-                                           param.since[1], param.option,
-                                           _release_label(release)))
-                        continue
-                    result.append(Setting(param, value, explicit))
+                        raise exception.HostLayoutRefused(
+                            cache_id=self.cache_id,
+                            reason='%s.%s needs Open CAS v%d.%02d or newer '
+                                   '(casadm --%s); this host runs %s. '
+                                   'Remove it from the layout or upgrade '
+                                   'Open CAS.' % (
+                                       _SECTION_KEYS[section], param.field,
+                                       param.since[0], param.since[1],
+                                       param.option,
+                                       _release_label(release)))
+                    continue
+                result.append(Setting(param, value, explicit))
         return result
 
     def dirty_ratio_pct(self, release: Optional[tuple[int, int]]

@@ -148,7 +148,7 @@ def _param_drifts(casadm: casadm_mod.Casadm, item: InstanceState,
                 str(setting.value)))
             changes.setdefault(param.namespace, []).append(
                 (param.option, setting.value))
-    per_core = [s for s in settings if s.param.per_core]
+    per_core = item.layout.core_settings()
     core_changes = False
     for core in cache.cores:
         if not core.active:

@@ -52,6 +52,17 @@ host_opts = [
         ],
         help='What to do when the host has no usable cache instance for the '
              'mode a volume asks for.'),
+    cfg.ListOpt(
+        'accepted_data_loss_defects',
+        default=[],
+        help='Open CAS defects known to lose acknowledged writes (README, '
+             '"Known data-loss defect") that the operator accepts on this '
+             'host, by key, e.g. ocf-hit-invalid-backfill. While the loaded '
+             'Open CAS release has such a defect for a mode, os-brick-cas '
+             'does not offer that mode: new attaches follow fallback_policy, '
+             'doctor fails and nova reports no trait for it. Volumes already '
+             'cached keep working (re-attach, flush, detach). Accept a '
+             'defect only once you know your guests cannot trigger it.'),
     cfg.IntOpt(
         'flush_timeout',
         default=600,
@@ -59,6 +70,16 @@ host_opts = [
         help='Seconds a detach waits for a core\'s dirty data to be flushed '
              'to Ceph. When it runs out the detach fails and the core, its '
              'dirty data and the RBD mapping stay in place.'),
+    cfg.IntOpt(
+        'udev_settle_timeout',
+        default=30,
+        min=0,
+        help='Seconds an attach waits ("udevadm settle") for udev to finish '
+             'with the devices it just made (the krbd mapping, then the '
+             'Open CAS /dev/casX-Y) before the guest gets the path: udev\'s '
+             'probes and Open CAS\'s loader must not race the first writes. '
+             'A udev that does not settle in time costs a warning, not the '
+             'attach. 0 skips the wait (not recommended).'),
     cfg.IntOpt(
         'casadm_timeout',
         default=60,

@@ -26,6 +26,7 @@ from oslo_config import cfg
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
+from os_brick_cas import known_defects
 from os_brick_cas import modes
 from os_brick_cas import opts
 from os_brick_cas import validation
@@ -62,14 +63,26 @@ class CachePolicy(object):
     """Mode -> cache instance selection for one host."""
 
     def __init__(self, instance_map: dict[str, str],
-                 fallback_policy: str = opts.FALLBACK_FAIL):
+                 fallback_policy: str = opts.FALLBACK_FAIL,
+                 unsafe_modes: Optional[dict[modes.CacheMode,
+                                             exception.CasError]] = None):
         self.instances = self._parse_map(instance_map)
         self.fallback_policy = fallback_policy
+        #: modes the loaded Open CAS release can lose writes of, and why
+        self.unsafe_modes = unsafe_modes or {}
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts = cfg.CONF) -> 'CachePolicy':
         group = conf[opts.GROUP]
-        return cls(group.cache_instances, group.fallback_policy)
+        instances = cls._parse_map(group.cache_instances)
+        version = known_defects.loaded_version(conf)
+        unsafe: dict[modes.CacheMode, exception.CasError] = {}
+        for mode in instances:
+            for defect in known_defects.unaccepted(mode, version, conf):
+                unsafe[mode] = exception.OpenCasDataLossDefect(
+                    version=version, mode=mode.value, defect=defect.key,
+                    summary=defect.summary)
+        return cls(group.cache_instances, group.fallback_policy, unsafe)
 
     @staticmethod
     def _parse_map(instance_map: dict[str, str]) -> dict[modes.CacheMode,
@@ -110,6 +123,8 @@ class CachePolicy(object):
     def _check_instance(self, mode: modes.CacheMode,
                         caches: list[casadm.CacheInstance]) -> int:
         cache_id = self.instances[mode]
+        if mode in self.unsafe_modes:
+            raise self.unsafe_modes[mode]
         by_id = {cache.cache_id: cache for cache in caches}
         cache = by_id.get(cache_id)
         if cache is None:

@@ -654,8 +654,8 @@ test_settings() {
         OS_BRICK_CAS_CINDER_BACKEND OS_BRICK_CAS_ROOTWRAP_DIR
     check "settings: OS_BRICK_CAS_DIR defaults to this checkout" \
         output_has "OS_BRICK_CAS_DIR=$REPO"
-    check "settings: Open CAS from a release tag" \
-        output_has "OPEN_CAS_BRANCH=v26.03.2"
+    check "settings: Open CAS from a release tag without a known wb defect" \
+        output_has "OPEN_CAS_BRANCH=v25.12.2"
     check "settings: modes wt wb on RAM disks of 1G by default" \
         output_has $'OPEN_CAS_MODES=wt wb\nOPEN_CAS_CACHE_BACKEND=ramdisk\nOPEN_CAS_CACHE_SIZE=1G'
     check "settings: the tempest plugin is added to TEMPEST_PLUGINS" \
@@ -738,6 +738,8 @@ test_all_in_one() {
         ini_is "$NOVA_CONF" os_brick_cas cache_instances wt:1,wb:2
     check "aio nova.conf: fallback_policy fail" \
         ini_is "$NOVA_CONF" os_brick_cas fallback_policy fail
+    check "aio nova.conf: no data-loss defect accepted by default" \
+        ini_is "$NOVA_CONF" os_brick_cas accepted_data_loss_defects ""
     check "aio nova.conf: flush_timeout 600" \
         ini_is "$NOVA_CONF" os_brick_cas flush_timeout 600
     check "aio nova.conf: opencas_conf" \
@@ -935,7 +937,7 @@ test_build_open_cas() {
     phase stack install
     check "build install: succeeds" rc_is 0
     check "build install: clones the configured repo and release tag" \
-        called "git_clone https://github.com/Open-CAS/open-cas-linux $S/dest/open-cas-linux v26.03.2"
+        called "git_clone https://github.com/Open-CAS/open-cas-linux $S/dest/open-cas-linux v25.12.2"
     check "build install: ocf submodule fetched" \
         called "git -C $S/dest/open-cas-linux submodule update --init ocf"
     check "build install: configure before make" called_before configure "make -j"

@@ -756,8 +756,11 @@ def io_class(state_dir: str, args: dict[str, Any]) -> Reply:
             cache = _cache_only(state, cache_id)
             return Reply(0, ioclass.list_csv(cache.get('io_classes',
                                                        ioclass.DEFAULT)))
+    with state_mod.locked(state_dir) as state:
+        release = releases.of(state.get('version'))
     try:
-        rows = ioclass.parse(_io_class_text(args))
+        rows = ioclass.parse(_io_class_text(args),
+                             release.class_0_name_parsed)
     except ioclass.IoClassError as exc:
         raise Reply(1, '', str(exc))
     with state_mod.locked(state_dir) as state:
@@ -766,6 +769,7 @@ def io_class(state_dir: str, args: dict[str, Any]) -> Reply:
             # a table without class 0 leaves the current class 0 in place
             rows = cache.get('io_classes', ioclass.DEFAULT)[:1] + rows
         try:
+            ioclass.check_class_0(rows)
             ioclass.check_rules(rows)
         except ioclass.IoClassError as exc:
             raise Reply(1, '', str(exc))

@@ -71,8 +71,8 @@ def _f32(value: float) -> float:
     return struct.unpack('f', struct.pack('f', value))[0]
 
 
-def _row(cols: list[str], pos: dict[str, int], table: dict[int, list]
-         ) -> tuple[Optional[str], str]:
+def _row(cols: list[str], pos: dict[str, int], table: dict[int, list],
+         class_0_name: bool) -> tuple[Optional[str], str]:
     """Parse one line into *table*; return (failed column, message)."""
     ident, name, prio, alloc = (cols[pos[c]].strip() for c in COLUMNS)
     if not ident:
@@ -90,7 +90,7 @@ def _row(cols: list[str], pos: dict[str, int], table: dict[int, list]
         return COLUMNS[1], ('Only characters allowed in IO class name are '
                             'low ascii characters, excluding control '
                             'characters, comma and quotation mark.\n')
-    if class_id == 0 and name != 'unclassified':
+    if class_0_name and class_id == 0 and name != 'unclassified':
         return COLUMNS[1], ("IO class 0 must have the default name "
                             "'unclassified'\n")
     priority = None
@@ -106,8 +106,12 @@ def _row(cols: list[str], pos: dict[str, int], table: dict[int, list]
     return None, ''
 
 
-def parse(text: str) -> list[list]:
-    """The rows of an IO-class CSV file, or IoClassError as casadm says."""
+def parse(text: str, class_0_name: bool = True) -> list[list]:
+    """The rows of an IO-class CSV file, or IoClassError as casadm says.
+
+    *class_0_name*: casadm checks that class 0 is ``unclassified`` (v25.12
+    on; before, the kernel refuses it: :func:`check_class_0`).
+    """
     lines = text.splitlines()
     if not lines:
         raise IoClassError('Empty IO Classes configuration file supplied.\n')
@@ -130,7 +134,7 @@ def parse(text: str) -> list[list]:
                 continue
             raise IoClassError('Cannot parse configuration file - error in '
                                'line %d.\n' % number)
-        column, message = _row(cols, pos, table)
+        column, message = _row(cols, pos, table, class_0_name)
         if column:
             message += ('Cannot parse configuration file - error in line %d '
                         'in column %d (%s).\n' % (number, pos[column] + 1,
@@ -140,6 +144,15 @@ def parse(text: str) -> list[list]:
     if not table:
         raise IoClassError('Empty configuration file\n')
     return [table[i] for i in sorted(table)]
+
+
+def check_class_0(rows: list[list]) -> None:
+    """The kernel's refusal of a table renaming class 0 (before v25.12).
+
+    OCF keeps the default class's name (ocf_mngt_io_class.c).
+    """
+    if rows and rows[0][0] == 0 and rows[0][1] != 'unclassified':
+        raise IoClassError('Invalid input parameter\n')
 
 
 def check_rules(rows: list[list]) -> None:

@@ -25,6 +25,7 @@ Outputs follow casadm-samples/real-v26.03.2 (042-045, 082-084).
 from typing import Any, Optional
 
 from os_brick_cas import host_layout_params as table
+from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import state as state_mod
 
 Reply = state_mod.Reply
@@ -199,7 +200,11 @@ def check_cache_device(state: dict[str, Any], argv: list[str]) -> Reply:
 
 
 def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
-    """Run one of this module's verbs under the state lock."""
+    """Run one of this module's verbs under the state lock.
+
+    An injected fault of the verb (Host.inject_fault) plays after the lock
+    is released, as in the other casadm verbs.
+    """
     verb = ('check-cache-device' if '--check-cache-device' in argv
             else VERBS[argv[0]])
     try:
@@ -207,11 +212,14 @@ def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:
             if not state['module_loaded']:
                 return verb, Reply(1, 'Is the kernel module loaded?\n',
                                    'Device /dev/cas_ctrl not found\n')
-            if verb == 'check-cache-device':
-                return verb, check_cache_device(state, argv)
-            verb, args, values = _parse(state, argv)
-            if verb == 'set-param':
-                return verb, set_param(state, args, values)
-            return verb, get_param(state, args)
+            fault = faults.take(state, verb)
+            if fault is None:
+                if verb == 'check-cache-device':
+                    return verb, check_cache_device(state, argv)
+                verb, args, values = _parse(state, argv)
+                if verb == 'set-param':
+                    return verb, set_param(state, args, values)
+                return verb, get_param(state, args)
+        return verb, Reply(faults.play(fault))
     except Reply as reply:
         return verb, reply

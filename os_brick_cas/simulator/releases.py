@@ -25,6 +25,10 @@ the v26.03.2 real-kernel trial (tests/data/real-casadm/v26.03.2):
 * "Old metadata found": v24.9 prints the advice inside the extended error
   message (with its trailing newline, so a blank line follows); later
   releases print it from start_cache.
+* An IO-class file naming class 0 other than ``unclassified``: from v25.12
+  casadm refuses it while parsing (cas_lib.c); v24.9's casadm passes it on
+  and the kernel refuses it, "Invalid input parameter", table unchanged
+  (recorded: tests/data/real-casadm/v24.9/io-class-*-class0-renamed).
 """
 
 import dataclasses
@@ -46,12 +50,14 @@ class Release:
     prefetch_columns: bool
     alru_dirty_ratio: bool
     old_metadata: str
+    #: casadm itself refuses a class 0 not named ``unclassified``
+    class_0_name_parsed: bool = True
 
 
 V24_9 = Release('24.9', deferred_rows=False, prefetch_columns=False,
                 alru_dirty_ratio=False,
                 old_metadata='Old metadata found on device.\n' +
-                OLD_METADATA_ADVICE + '\n')
+                OLD_METADATA_ADVICE + '\n', class_0_name_parsed=False)
 V25_12 = Release('25.12', deferred_rows=False, prefetch_columns=False,
                  alru_dirty_ratio=True,
                  old_metadata='Old metadata found on device\n' +

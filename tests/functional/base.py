@@ -87,6 +87,8 @@ class FunctionalTestCase(testtools.TestCase):
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
                          state_path=self.tmp,
                          opencas_conf=self.opencas_conf, flush_timeout=5,
+                         host_layout=os.path.join(self.tmp,
+                                                  'host-layout.yaml'),
                          sysfs_rbd_root=self.host.sysfs_root,
                          cache_instances={mode: str(cache_id) for
                                           cache_id, mode in

@@ -95,7 +95,22 @@ class AttachDetachTestCase(base.FunctionalTestCase):
                           ('casadm', 'add-core'), ('udevadm', 'settle')],
                          [step for step in order
                           if step != ('rbd', 'showmapped')])
+        # attached again as it is: no device was made, nothing to wait for
+        mark = len(self.host.calls())
+        self.connector.connect_volume(self.props(image, 'wb'))
+        self.assertEqual([], [call for call in self.host.calls()[mark:]
+                              if call['tool'] == 'udevadm'])
         self.connector.disconnect_volume(self.props(image, 'wb'), None)
+        self.assert_clean_host()
+
+    def test_a_settle_timeout_of_zero_skips_the_wait(self):
+        self.conf.config(group='os_brick_cas', udev_settle_timeout=0)
+        image = self.image('volume-nosettle')
+        self.connector.connect_volume(self.props(image, 'wt'))
+        self.assertEqual([], [call for call in self.host.calls()
+                              if call['tool'] == 'udevadm'])
+        self.assertEqual(1, len(self.cores()))
+        self.connector.disconnect_volume(self.props(image, 'wt'), None)
         self.assert_clean_host()
 
     def test_detach_of_gone_volume_succeeds(self):

@@ -82,6 +82,15 @@ class ControlPlaneBenchTestCase(testtools.TestCase):
         self.assertIn('+<=2 privileged calls per attach: met (+2)', out)
         self.assertIn('2 concurrent attaches + detaches', out)
 
+    def test_a_host_layout_adds_the_new_cores_seq_cutoff_call(self):
+        # Open CAS has no seq-cutoff option at --add-core: a layout that
+        # differs from its defaults costs one -X per new core
+        out = self.run_bench('--udev-rule', '--mode', 'wt', '--host-layout')
+        self.assertIn('host layout with the per-mode defaults', out)
+        self.assertEqual('cached: casadm list-caches, rbd map, casadm '
+                         'add-core, casadm set-param', self.line(out, ATTACH))
+        self.assertIn('+<=2 privileged calls per attach: NOT met (+3)', out)
+
     def test_wb_records_the_core_and_flushes_on_detach(self):
         out = self.run_bench('--udev-rule', '--mode', 'wb')
         attach = self.line(out, ATTACH)

@@ -19,9 +19,12 @@ real code's.
 
 import contextlib
 import io
+import logging
 import math
 import os
 from typing import Optional
+
+import fixtures
 
 from nova_ext import opts as nova_opts  # noqa: F401  (drain budgets)
 from os_brick_cas.cmd import doctor
@@ -194,6 +197,59 @@ class HostLayoutTestCase(base.FunctionalTestCase):
                           str(f) for f in doctor.check_host(self.casadm())])
         self.assertEqual(0, self.host_cli('apply')[0])
         self.assertEqual(0, self.host_cli('check')[0])
+
+    def test_a_core_attached_after_apply_gets_the_layouts_seq_cutoff(self):
+        # sequential cut-off is per core: apply sets the cores it finds,
+        # the attach sets the ones it adds, so check stays clean
+        self.write_layout(extra='    seq_cutoff: {threshold_kib: 128}\n')
+        self.assertEqual(0, self.host_cli('apply')[0])
+        self.conf.config(group='os_brick_cas',
+                         cache_instances={'wt': '1', 'wb': '2'})
+        for mode in ('wt', 'wb'):
+            self.connector.connect_volume(
+                self.props(self.image('volume-seq-%s' % mode), mode))
+        self.assertEqual(
+            {1: ('always', '64'), 2: ('always', '128')},
+            {core.cache_id: self.seq_cutoff(core) for core in self.cores()})
+        code, out, _ = self.host_cli('check')
+        self.assertEqual(0, code, out)
+        self.assertNotIn('seq-cutoff', out)
+
+    def test_a_core_attached_without_a_layout_keeps_open_cas_defaults(self):
+        os.unlink(self.layout)
+        self._tool('casadm', '-S', '-i', '1', '-d', '/dev/ram0', '-c', 'wt')
+        self.conf.config(group='os_brick_cas', cache_instances={'wt': '1'})
+        mark = len(self.host.calls('casadm'))
+        self.connector.connect_volume(self.props(self.image('volume-nl')))
+        [core] = self.cores()
+        self.assertEqual(('full', '1024'), self.seq_cutoff(core))
+        self.assertNotIn('set-param', self.casadm_verbs(mark))
+
+    def test_a_failing_seq_cutoff_call_costs_a_warning_not_the_attach(self):
+        self.assertEqual(0, self.host_cli('apply')[0])
+        self.conf.config(group='os_brick_cas', cache_instances={'wb': '2'})
+        self.host.inject_fault('set-param', stderr='Setting runtime '
+                               'parameter failed!\n')
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        info = self.connector.connect_volume(
+            self.props(self.image('volume-seqfail'), 'wb'))
+        [core] = self.cores()
+        self.assertEqual(core.exported, info['path'])
+        self.assertEqual(('full', '1024'), self.seq_cutoff(core))
+        self.assertIn('Could not give core %d of instance 2 the host '
+                      "layout's sequential cut-off (threshold 64, "
+                      'policy always)' % core.core_id, logs.output)
+        self.assertIn('run "os-brick-cas host apply" to set it', logs.output)
+        code, out, _ = self.host_cli('check')
+        self.assertEqual(1, code, out)
+        self.assertIn('instance 2 core %d: seq-cutoff policy is full, the '
+                      'layout wants always' % core.core_id, out)
+
+    def seq_cutoff(self, core) -> tuple[str, str]:
+        found = self.casadm().get_params('seq-cutoff', core.cache_id,
+                                         core.core_id)
+        return (found['Sequential cutoff policy'],
+                found['Sequential cutoff threshold [KiB]'])
 
     def casadm(self):
         from os_brick_cas import casadm

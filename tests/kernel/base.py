@@ -118,13 +118,21 @@ class KernelTestCase(testtools.TestCase):
                            '--force')
             self.casadm_ok('-X', '-n', 'cleaning', '-i', str(cache_id),
                            '-p', self.cleaning)
-            self.casadm_ok('-X', '-n', 'seq-cutoff', '-i', str(cache_id),
-                           '-p', 'never')
         self.write_opencas_conf()
+        # sequential cut-off is per core and a new core starts with Open
+        # CAS's default: the attach gives it the layout's "never" (the
+        # product's own path), so no test write goes around the cache
+        layout = os.path.join(self.tmp, 'host-layout.yaml')
+        self.write_host_layout(layout)
         self.conf = self.useFixture(config_fixture.Config(cfg.CONF))
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
                          state_path=self.tmp, opencas_conf=OPENCAS_CONF,
                          flush_timeout=120, casadm_timeout=60,
+                         host_layout=layout,
+                         # v26.03's wb defect (README) is what some tests
+                         # reproduce; test_known_defects checks the refusal
+                         accepted_data_loss_defects=[
+                             'ocf-hit-invalid-backfill'],
                          cache_instances={mode: str(cache_id) for
                                           cache_id, mode in
                                           self.caches.items()})
@@ -142,6 +150,15 @@ class KernelTestCase(testtools.TestCase):
         os.makedirs(os.path.dirname(OPENCAS_CONF), exist_ok=True)
         with open(OPENCAS_CONF, 'w') as conf_file:
             conf_file.write('\n'.join(lines + ['[cores]']) + '\n')
+
+    def write_host_layout(self, path: str) -> None:
+        """The instances of this test, sequential cut-off off."""
+        with open(path, 'w') as layout_file:
+            layout_file.write('instances:\n' + ''.join(
+                '  - {id: %d, mode: %s, device: /dev/ram%d, '
+                'seq_cutoff: {policy: never}}\n' % (
+                    cache_id, mode, cache_id - 1)
+                for cache_id, mode in sorted(self.caches.items())))
 
     def reset_host(self) -> None:
         """Stop every cache (no flush), unmap every image, drop images."""

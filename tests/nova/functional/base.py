@@ -165,6 +165,7 @@ class CachedVolumeTestBase(nova_test_compat.ServersTestBase):
         self.flags(enabled=True, group='os_brick_cas_nova')
         self.flags(cache_instances={'wt': '1', 'wb': '2'},
                    opencas_conf=self.opencas_conf, lock_path=self.tmp,
+                   host_layout=os.path.join(self.tmp, 'host-layout.yaml'),
                    state_path=self.tmp,
                    flush_timeout=5, sysfs_rbd_root=self.host.sysfs_root,
                    group='os_brick_cas')

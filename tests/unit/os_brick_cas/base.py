@@ -94,7 +94,9 @@ class TestCase(testtools.TestCase):
         self.opencas_conf = os.path.join(self.tmp, 'opencas.conf')
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
                          state_path=self.tmp,
-                         opencas_conf=self.opencas_conf)
+                         opencas_conf=self.opencas_conf,
+                         host_layout=os.path.join(self.tmp,
+                                                  'host-layout.yaml'))
         self.useFixture(privsep_fixture.PrivsepInProcess())
 
     def set_instances(self, mapping: str,

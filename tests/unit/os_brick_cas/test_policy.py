@@ -10,8 +10,13 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import os
+
+import fixtures
+
 from os_brick_cas import casadm
 from os_brick_cas import exception
+from os_brick_cas import known_defects
 from os_brick_cas import modes
 from os_brick_cas import opts
 from os_brick_cas import policy
@@ -100,3 +105,43 @@ class CachePolicyTestCase(base.TestCase):
     def test_only_wb_and_wo_hold_dirty_data(self):
         self.assertEqual({WB, WO}, {m for m in modes.CacheMode
                                     if m.holds_dirty_data})
+
+
+class KnownDefectsTestCase(base.TestCase):
+    """Which loaded releases lose which modes' writes (known_defects)."""
+
+    def unaccepted(self, mode, version, accepted=()):
+        self.conf.config(group='os_brick_cas',
+                         accepted_data_loss_defects=list(accepted))
+        return [defect.key for defect in
+                known_defects.unaccepted(mode, version, self.conf.conf)]
+
+    def test_v26_03_and_later_lose_wb_and_wo_writes_until_a_fix_is_known(
+            self):
+        for version in ('26.03.2.0000.release', '26.03.4.0000.release',
+                        '26.09.0.0000.release'):
+            for mode in (WB, WO):
+                self.assertEqual(['ocf-hit-invalid-backfill'],
+                                 self.unaccepted(mode, version), version)
+            self.assertEqual([], self.unaccepted(WT, version))
+
+    def test_earlier_lines_an_unknown_module_and_accepted_defects_pass(self):
+        for version in ('25.12.2.0000.release', '24.9.0.0900.release', None,
+                        'unparsable'):
+            self.assertEqual([], self.unaccepted(WB, version), version)
+        self.assertEqual([], self.unaccepted(
+            WB, '26.03.2.0000.release', ['ocf-hit-invalid-backfill']))
+
+    def test_from_conf_marks_only_the_exposed_mode_unusable(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(root, known_defects.VERSION_FILE)
+        os.makedirs(os.path.dirname(path))
+        with open(path, 'w') as version_file:
+            version_file.write('26.03.2.0000.release\n')
+        self.conf.config(group='os_brick_cas', host_root=root,
+                         cache_instances={'wt': '1', 'wb': '2'})
+        chosen = policy.CachePolicy.from_conf(self.conf.conf)
+        problems = chosen.problems(host((1, 'wt', 'Running'),
+                                        (2, 'wb', 'Running')))
+        self.assertEqual([WB], list(problems))
+        self.assertIsInstance(problems[WB], exception.OpenCasDataLossDefect)

@@ -1,0 +1,117 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A mode the loaded Open CAS release can lose writes of is not offered.
+
+The release comes from ``<host_root>/sys/module/cas_cache/version`` (the
+loaded module's MODULE_VERSION); the simulator stands in for casadm and
+krbd; policy, fallback, connector and doctor are the real code.
+"""
+
+import contextlib
+import io
+import logging
+import os
+
+import fixtures
+
+from os_brick_cas.cmd import main as cli
+from os_brick_cas import exception
+from os_brick_cas import known_defects
+from tests.functional import base
+
+DEFECT = 'ocf-hit-invalid-backfill'
+
+
+class KnownDefectTestCase(base.FunctionalTestCase):
+
+    caches = {1: 'wt', 2: 'wb'}
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.tmp, 'root')
+        self.conf.config(group='os_brick_cas', host_root=self.root)
+        self.load_module('26.03.2.0000.release')
+
+    def load_module(self, version: str) -> None:
+        path = os.path.join(self.root, known_defects.VERSION_FILE)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as version_file:
+            version_file.write(version + '\n')
+
+    def test_a_new_wb_attach_is_refused_with_what_to_do(self):
+        props = self.props(self.image('volume-gate'), 'wb')
+        error = self.assertRaises(exception.NoCacheForMode,
+                                  self.connector.connect_volume, props)
+        message = str(error)
+        self.assertIn('Open CAS 26.03.2.0000.release, loaded on this host, '
+                      'has a known defect that can lose acknowledged wb '
+                      'writes (%s: ' % DEFECT, message)
+        self.assertIn('accepted_data_loss_defects = %s' % DEFECT, message)
+        self.assert_clean_host()            # nothing mapped, no core
+        # wt is not exposed: it attaches as before
+        info = self.connector.connect_volume(
+            self.props(self.image('volume-gate-wt'), 'wt'))
+        [core] = self.cores()
+        self.assertEqual((1, info['path']), (core.cache_id, core.exported))
+
+    def test_the_clean_mode_fallback_takes_wt_instead(self):
+        self.conf.config(group='os_brick_cas', fallback_policy='clean-mode')
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        info = self.connector.connect_volume(
+            self.props(self.image('volume-gate-fb'), 'wb'))
+        self.assertEqual('wt', info['cache_mode'])
+        self.assertEqual([1], [core.cache_id for core in self.cores()])
+        self.assertIn('asked for cache mode wb; using mode wt', logs.output)
+
+    def test_accepting_the_defect_or_another_release_offers_wb(self):
+        for version, accepted in (('25.12.2.0000.release', []),
+                                  ('24.9.0.0900.release', []),
+                                  ('26.03.2.0000.release', [DEFECT])):
+            self.load_module(version)
+            self.conf.config(group='os_brick_cas',
+                             accepted_data_loss_defects=accepted)
+            props = self.props(self.image('volume-ok'), 'wb')
+            info = self.connector.connect_volume(props)
+            self.assertEqual('wb', info['cache_mode'], version)
+            self.connector.disconnect_volume(props, info)
+            self.assert_clean_host()
+
+    def test_a_volume_cached_before_keeps_working_and_is_flushed(self):
+        # cached under a release without the defect, dirty, then the
+        # defective module is what the host reports: its data is not
+        # stranded (re-attach, then detach with the flush)
+        self.load_module('25.12.2.0000.release')
+        props = self.props(self.image('volume-before'), 'wb')
+        info = self.connector.connect_volume(props)
+        [core] = self.cores()
+        self.host.set_dirty(2, core.core_id, 64)
+        self.load_module('26.03.2.0000.release')
+        again = self.connector.connect_volume(props)
+        self.assertEqual(info['path'], again['path'])
+        self.connector.disconnect_volume(props, again)
+        verbs = [argv[1] for argv in self.casadm_argvs()]
+        self.assertLess(verbs.index('--flush-cache'),
+                        verbs.index('--remove-core'))
+        self.assert_clean_host()
+
+    def test_doctor_fails_the_mode_and_names_the_defect(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = cli.main(['doctor'])
+        self.assertEqual(2, code)         # a FAIL
+        [line] = [line for line in out.getvalue().splitlines()
+                  if 'mode wb -> cache instance 2' in line]
+        self.assertTrue(line.startswith('FAIL'), line)
+        self.assertIn(DEFECT, line)
+        self.assertIn('OK   mode wt -> cache instance 1 is running',
+                      out.getvalue())
