@@ -234,6 +234,20 @@ class DoctorTestCase(CliTestCase):
         self.assertIn('WARN udev rule 60-os-brick-cas-rbd.rules is not '
                       'installed', '\n'.join(lines))
 
+    def test_a_udev_rule_without_nowatch_is_a_warning(self):
+        # an os-brick-cas 2.x rule: krbd naming only
+        path = os.path.join(self.root, 'etc/udev/rules.d/'
+                            '60-os-brick-cas-rbd.rules')
+        with open(path) as rule:
+            kept = [line for line in rule if 'nowatch' not in line]
+        with open(path, 'w') as rule:
+            rule.writelines(kept)
+        code, lines = self.doctor()
+        self.assertEqual(1, code, lines)
+        [line] = [line for line in lines if line.startswith('WARN udev')]
+        self.assertIn('does not turn udev\'s watch off for /dev/cas*', line)
+        self.assertIn('udevadm control --reload', line)
+
     def test_incomplete_instance_after_a_reboot_is_a_failure(self):
         # main: "OK mode wb -> cache instance 2 is running", exit 1
         self.attach(VOL_WB, 'wb')

@@ -47,6 +47,10 @@ FILTER = ('RegExpFilter, privsep-helper, root, privsep-helper, '
 ROOTWRAP_DIRS = ('/etc/nova/rootwrap.d', '/usr/share/nova/rootwrap')
 ROOTWRAP_CONF = '/etc/nova/rootwrap.conf'
 UDEV_RULE = '60-os-brick-cas-rbd.rules'
+#: the rule's line that keeps udev's inotify watch (and its blkid probe
+#: after every writer's close) off Open CAS's exported devices
+NOWATCH = re.compile(r'^[^#]*KERNEL=="cas[^"]*"[^#]*OPTIONS:="nowatch"',
+                     re.MULTILINE)
 UDEV_DIRS = ('/etc/udev/rules.d', '/lib/udev/rules.d',
              '/usr/lib/udev/rules.d')
 
@@ -189,7 +193,18 @@ def udev_rule(host: Host) -> Iterator[Finding]:
                             % (UDEV_RULE, ', '.join(UDEV_DIRS), UDEV_RULE))
         return
     with open(installed[0]) as rule:
-        programs = re.findall(r'PROGRAM="(\S+)', rule.read())
+        text = rule.read()
+    programs = re.findall(r'PROGRAM="(\S+)', text)
+    if not NOWATCH.search(text):
+        yield Finding(WARN, 'udev rule %s does not turn udev\'s watch off '
+                            'for /dev/cas* (OPTIONS:="nowatch"): each time '
+                            'a writer such as QEMU closes a cached disk, '
+                            'udev reads it through the page cache, and on '
+                            'Open CAS v26.03 such reads can lose write-back '
+                            'writes (README, "Known data-loss defect"). '
+                            'Install etc/udev/rules.d/%s of this release and '
+                            'run "udevadm control --reload".'
+                            % (installed[0], UDEV_RULE))
     missing = [p for p in programs if not os.access(rooted(p), os.X_OK)]
     if missing:
         yield Finding(WARN, 'udev rule %s runs %s, which is not an '
