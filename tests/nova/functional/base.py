@@ -166,6 +166,9 @@ class CachedVolumeTestBase(nova_test_compat.ServersTestBase):
         self.flags(cache_instances={'wt': '1', 'wb': '2'},
                    opencas_conf=self.opencas_conf, lock_path=self.tmp,
                    host_layout=os.path.join(self.tmp, 'host-layout.yaml'),
+                   # the host's files (e.g. sys/module/cas_cache/version)
+                   # come from the test's own root, never the real one
+                   host_root=os.path.join(self.tmp, 'root'),
                    state_path=self.tmp,
                    flush_timeout=5, sysfs_rbd_root=self.host.sysfs_root,
                    group='os_brick_cas')

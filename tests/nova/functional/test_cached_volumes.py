@@ -12,10 +12,12 @@
 
 """Boot, attach per cache mode, detach, refuse — through nova's manager."""
 
+import os
 import uuid
 
 from nova.tests.functional.api import client
 
+from os_brick_cas import known_defects
 from tests.nova.functional import base
 
 WT_VOL = str(uuid.UUID(int=0xca5e1))
@@ -130,6 +132,22 @@ class CachedVolumeAttachTestCase(base.CachedVolumeTestBase):
         traits = self._get_provider_traits(self.compute_rp_uuids['compute1'])
         self.assertIn('CUSTOM_OPENCAS_WT', traits)
         self.assertIn('CUSTOM_OPENCAS_WB', traits)
+
+    def test_no_wb_trait_while_the_loaded_release_can_lose_wb_writes(self):
+        # nova's placement sees the same decision as the attach (policy)
+        version = os.path.join(self.tmp, 'root', known_defects.VERSION_FILE)
+        os.makedirs(os.path.dirname(version))
+        with open(version, 'w') as version_file:
+            version_file.write('26.03.2.0000.release\n')
+        self._run_periodics()
+        traits = self._get_provider_traits(self.compute_rp_uuids['compute1'])
+        self.assertIn('CUSTOM_OPENCAS_WT', traits)
+        self.assertNotIn('CUSTOM_OPENCAS_WB', traits)
+        self.flags(accepted_data_loss_defects=['ocf-hit-invalid-backfill'],
+                   group='os_brick_cas')
+        self._run_periodics()
+        self.assertIn('CUSTOM_OPENCAS_WB', self._get_provider_traits(
+            self.compute_rp_uuids['compute1']))
 
     def test_write_back_live_migration_refused_where_drain_is_impossible(
             self):
