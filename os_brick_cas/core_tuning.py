@@ -74,6 +74,7 @@ def tune_new_core(casadm: casadm_mod.Casadm, core: casadm_mod.Core,
     values = new_core_values(core.cache_id, conf)
     if not values:
         return
+    summary = ', '.join('%s %s' % value for value in values)
     try:
         casadm.set_params(params.SEQ_CUTOFF, core.cache_id, values,
                           core_id=core.core_id)
@@ -83,10 +84,9 @@ def tune_new_core(casadm: casadm_mod.Casadm, core: casadm_mod.Core,
                     '%(err)s. It caches with Open CAS defaults; run '
                     '"os-brick-cas host apply" to set it.',
                     {'core': core.core_id, 'cache': core.cache_id,
-                     'values': ', '.join('%s %s' % v for v in values),
-                     'err': exc})
+                     'values': summary, 'err': exc})
         return
     LOG.debug('Core %(core)d of instance %(cache)d: sequential cut-off '
               '%(values)s from the host layout.',
               {'core': core.core_id, 'cache': core.cache_id,
-               'values': ', '.join('%s %s' % v for v in values)})
+               'values': summary})

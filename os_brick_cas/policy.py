@@ -74,15 +74,14 @@ class CachePolicy(object):
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts = cfg.CONF) -> 'CachePolicy':
         group = conf[opts.GROUP]
-        instances = cls._parse_map(group.cache_instances)
+        policy = cls(group.cache_instances, group.fallback_policy)
         version = known_defects.loaded_version(conf)
-        unsafe: dict[modes.CacheMode, exception.CasError] = {}
-        for mode in instances:
+        for mode in policy.instances:
             for defect in known_defects.unaccepted(mode, version, conf):
-                unsafe[mode] = exception.OpenCasDataLossDefect(
+                policy.unsafe_modes[mode] = exception.OpenCasDataLossDefect(
                     version=version, mode=mode.value, defect=defect.key,
                     summary=defect.summary)
-        return cls(group.cache_instances, group.fallback_policy, unsafe)
+        return policy
 
     @staticmethod
     def _parse_map(instance_map: dict[str, str]) -> dict[modes.CacheMode,
