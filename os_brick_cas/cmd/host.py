@@ -33,6 +33,7 @@ from os_brick_cas import host_layout_sizing as sizing
 from os_brick_cas import hostprep
 from os_brick_cas import hostprep_boot
 from os_brick_cas import hostprep_drain
+from os_brick_cas import known_defects
 from os_brick_cas import opts
 
 CONF = cfg.CONF
@@ -109,6 +110,28 @@ def _ram_lines(state: hostprep.HostState) -> list[str]:
     return lines
 
 
+def _defect_warnings(state: hostprep.HostState) -> list[str]:
+    """Layout instances whose mode the Open CAS release can lose writes of.
+
+    The loaded module's release decides; before it is loaded, casadm's
+    (the module the host will load comes from the same build).
+    """
+    version = known_defects.loaded_version(CONF) or state.cli_version
+    warnings = []
+    for item in state.instances:
+        mode = item.layout.mode
+        for defect in known_defects.unaccepted(mode, version, CONF):
+            warnings.append(
+                'WARN instance %d (%s): Open CAS %s has known defect %s, '
+                'which can lose acknowledged %s writes; new %s attaches '
+                'will be refused (doctor fails the mode) until you install '
+                'a release without it (v25.12.2 or v24.9) or accept it in '
+                '[os_brick_cas] accepted_data_loss_defects = %s' % (
+                    item.layout.cache_id, mode.value, version, defect.key,
+                    mode.value, mode.value, defect.key))
+    return warnings
+
+
 def _header(state: hostprep.HostState) -> str:
     return 'Host layout %s; casadm %s' % (state.layout.path,
                                           state.cli_version or 'unknown')
@@ -150,6 +173,8 @@ def run_plan(args: argparse.Namespace) -> int:
         print('Drain time (wb/wo):')
         for prediction in predictions:
             print('  %s' % prediction)
+    for warning in _defect_warnings(state):
+        print(warning)
     return 2 if state.refusals else 0
 
 
@@ -220,6 +245,8 @@ def run_apply(args: argparse.Namespace) -> int:
         print('changed %s: wrote the [caches] rows of instance(s) %s' % (
             CONF[opts.GROUP].opencas_conf,
             ', '.join(str(i.cache_id) for i in layout.instances)))
+    for warning in _defect_warnings(state):
+        print(warning)
     if not done and not conf_changed:
         print('nothing to change: the host matches %s' % layout.path)
         return 0

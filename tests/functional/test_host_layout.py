@@ -119,6 +119,28 @@ class HostLayoutTestCase(base.FunctionalTestCase):
         self.assertEqual(set(), set(verbs) - READ_ONLY, verbs)
         self.assertEqual(before, self.read_conf())
 
+    def test_plan_and_apply_warn_of_a_wb_instance_the_release_can_lose(
+            self):
+        self._write('sys/module/cas_cache/version', '26.03.2.0000.release\n')
+        warning = ('WARN instance 2 (wb): Open CAS 26.03.2.0000.release has '
+                   'known defect ocf-hit-invalid-backfill, which can lose '
+                   'acknowledged wb writes; new wb attaches will be refused')
+        for verb in ('plan', 'apply'):
+            code, out, err = self.host_cli(verb)
+            self.assertEqual(0, code, err)
+            self.assertIn(warning, out)
+            self.assertIn('accepted_data_loss_defects = '
+                          'ocf-hit-invalid-backfill', out)
+            self.assertNotIn('instance 1 (wt): Open CAS', out)
+        self.conf.config(group='os_brick_cas',
+                         accepted_data_loss_defects=[
+                             'ocf-hit-invalid-backfill'])
+        self.assertNotIn('known defect', self.host_cli('plan')[1])
+        self._write('sys/module/cas_cache/version', '25.12.2.0000.release\n')
+        self.conf.clear_override('accepted_data_loss_defects',
+                                 group='os_brick_cas')
+        self.assertNotIn('known defect', self.host_cli('plan')[1])
+
     # -- apply --------------------------------------------------------------
     def test_apply_twice_changes_nothing_the_second_time(self):
         code, out, err = self.host_cli('apply')
