@@ -12,6 +12,8 @@
 # Environment:
 #   OS_BRICK_CAS_OPENCAS_TARBALL  Open CAS release tarball to build (default:
 #                                 the newest in ../shared/vendor/open-cas/)
+#   OS_BRICK_CAS_OPENCAS_RELEASE  instead, a release of that directory
+#                                 (e.g. v24.9: open-cas-linux-v24.9.tar.xz)
 #   OS_BRICK_CAS_KERNEL_CACHE     build and virtme-ng cache (default:
 #                                 $XDG_CACHE_HOME/os-brick-cas, else
 #                                 /var/cache/os-brick-cas)
@@ -78,9 +80,10 @@ if [ -z "$tarball" ]; then
             break
         fi
     done
+    wanted=${OS_BRICK_CAS_OPENCAS_RELEASE:-v*}
     [ -n "$vendor" ] && tarball=$(find "$vendor" -maxdepth 1 \
-        -name 'open-cas-linux-v*.tar.xz' 2>/dev/null | sort -V | tail -n 1)
-    [ -n "$tarball" ] || fail "no Open CAS tarball in ../shared/vendor/open-cas/ beside $checkout or its main working tree (set OS_BRICK_CAS_OPENCAS_TARBALL)"
+        -name "open-cas-linux-$wanted.tar.xz" 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$tarball" ] || fail "no Open CAS tarball open-cas-linux-$wanted.tar.xz in ../shared/vendor/open-cas/ beside $checkout or its main working tree (set OS_BRICK_CAS_OPENCAS_TARBALL)"
 fi
 tarball=$(realpath "$tarball")
 casroot=$(tools/kernel/build-opencas.sh "$tarball" "$kver" "$cache" | tail -n 1) ||
