@@ -5,7 +5,8 @@
 #   nova/cinder this tree is tested with) for an Ubuntu and a Rocky base:
 #   casadm is built from the Open CAS release the devstack plugin uses,
 #   os-brick-cas is installed into nova-compute, cinder-volume and
-#   cinder-api, each image ends as its own user;
+#   cinder-api, nova-compute has its rootwrap filter, each image ends as
+#   its own user;
 # - the YAML files parse and are yamllint-clean;
 # - the os_brick_cas Ansible role is ansible-lint clean (production profile);
 # - deploy/kolla's globals and /etc/kolla/config files through kolla-ansible
@@ -46,6 +47,10 @@ if [ -z "$template_release" ] || [ "$template_release" != "$devstack_release" ];
     fail "kolla template builds casadm $template_release, devstack uses $devstack_release"
 fi
 
+filters=share/os-brick-cas/etc/nova/rootwrap.d/os-brick-cas.filters
+grep -q "^ *${filters%/*} = etc/rootwrap.d/\*$" setup.cfg ||
+    fail "setup.cfg does not install the rootwrap filter as ${filters%/*}"
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for base in ubuntu rocky; do
@@ -74,6 +79,12 @@ for base in ubuntu rocky; do
         [ "$last_user" = "USER ${pair##*:}" ] ||
             fail "$base ${pair%%:*}: ends as '$last_user'"
     done
+    # nova-compute starts os-brick-cas's privsep daemons through
+    # nova-rootwrap, which reads /etc/nova/rootwrap.d; pip installs the
+    # filter under the image venv's share/ (setup.cfg's data_files)
+    grep -q "install -m 0644 /var/lib/kolla/venv/$filters /etc/nova/rootwrap.d/" \
+        "$work/$base/docker/nova/nova-compute/Dockerfile" ||
+        fail "$base nova-compute: os-brick-cas's rootwrap filter is not installed"
     echo "kolla $KOLLA_VERSION $base: nova-compute, cinder-volume, cinder-api render"
 done
 
