@@ -7,7 +7,7 @@
 # VENV/share/kolla-ansible/ansible). Kept
 # apart from the product's .venv and outside the tree (flake8 does not
 # look there). Prints the virtualenv's path; creates it when missing
-# (about 10 s).
+# (about 12 s).
 #   ANSIBLE_VENV  where (default: $XDG_CACHE_HOME/os-brick-cas/..., else
 #                 /var/cache/os-brick-cas/...)
 set -euo pipefail
