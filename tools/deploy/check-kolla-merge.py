@@ -18,6 +18,8 @@ per service, kolla's rendered file SERVICE.base.conf and the merged
 SERVICE.merged.conf)
 and fails unless, for each service:
 
+- its source list is the one of kolla's role (the merge_configs task of
+  the role's tasks/config.yml writing that file, for that service);
 - every option of kolla's file is in the merged file, with kolla's value
   unless one of our files sets it (nothing of kolla's is lost);
 - every option our files set is there with our value (the last file's in
@@ -39,6 +41,7 @@ import os
 import sys
 
 from oslo_config import cfg
+import yaml
 
 #: the product's option namespaces (setup.cfg, oslo.config.opts)
 PRODUCT_NAMESPACES = ('os_brick_cas', 'os_brick_cas.nova')
@@ -68,6 +71,34 @@ def registered_opts(namespaces) -> dict[str, dict[str, cfg.Opt]]:
                 for opt in group_opts:
                     opts.setdefault(name, {})[opt.dest] = opt
     return opts
+
+
+def kolla_sources(manifest: dict, merge: dict) -> list[str]:
+    """The sources kolla's role merges for the service of *merge*.
+
+    From the merge_configs task of the role's tasks/config.yml whose first
+    source is the same template as ours, with the role's variables
+    (role_path, node_custom_config, item.key, inventory_hostname) put in.
+    """
+    role_dir = os.path.join(manifest['kolla_ansible_dir'], 'roles',
+                            merge['role'])
+    with open(os.path.join(role_dir, 'tasks', 'config.yml')) as handle:
+        tasks = yaml.safe_load(handle)
+    template = os.path.basename(merge['sources'][0])
+    values = {'role_path': role_dir,
+              'node_custom_config': manifest['node_custom_config'],
+              'item.key': merge['service_name'],
+              'inventory_hostname': manifest['inventory_hostname']}
+    for task in tasks:
+        sources = (task.get('merge_configs') or {}).get('sources') or []
+        if sources and sources[0].endswith('/templates/' + template):
+            resolved = []
+            for source in sources:
+                for name, value in values.items():
+                    source = source.replace('{{ %s }}' % name, value)
+                resolved.append(source)
+            return resolved
+    return []
 
 
 def check_merge(base: Sections, ours: list[Sections],
@@ -125,9 +156,13 @@ def check_options(ours: list[Sections], merged_path: str,
     return errors
 
 
-def check_service(work: str, merge: dict) -> list[str]:
+def check_service(work: str, manifest: dict, merge: dict) -> list[str]:
     """Check one service's merge; messages name the service."""
     service = merge['service_name']
+    kolla = kolla_sources(manifest, merge)
+    if merge['sources'] != kolla:
+        return ['%s: merged %s, kolla-ansible\'s role merges %s'
+                % (service, merge['sources'], kolla)]
     # merge_configs reads the sources that exist, in their order
     ours = [parse(path) for path in merge['sources'][1:]
             if os.access(path, os.R_OK)]
@@ -149,11 +184,12 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     with open(argv[1]) as handle:
-        merges = json.load(handle)
+        manifest = json.load(handle)
+    merges = manifest['merges']
     work = os.path.dirname(argv[1])
     errors = []
     for merge in merges:
-        errors += check_service(work, merge)
+        errors += check_service(work, manifest, merge)
     for error in errors:
         print('FAIL: kolla merge_configs: %s' % error, file=sys.stderr)
     if not errors:
