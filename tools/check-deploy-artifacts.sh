@@ -5,13 +5,25 @@
 #   nova/cinder this tree is tested with) for an Ubuntu and a Rocky base:
 #   casadm is built from the Open CAS release the devstack plugin uses,
 #   os-brick-cas is installed into nova-compute, cinder-volume and
-#   cinder-api, each image ends as its own user;
+#   cinder-api, nova-compute has its rootwrap filter, each image ends as
+#   its own user;
 # - the YAML files parse and are yamllint-clean;
-# - the os_brick_cas Ansible role is ansible-lint clean (production profile).
-# Uses its own virtualenv (DEPLOY_VENV, default outside the tree, where
-# flake8 does not look): kolla pins versions that must not reach the
-# product's .venv. About 25 s once the venv exists (about 1 min more to
-# create it).
+# - the os_brick_cas Ansible role is ansible-lint clean (production profile);
+# - deploy/kolla's globals and /etc/kolla/config files through kolla-ansible
+#   22.2.0's own code (from PyPI; OpenStack 2026.1, the newest on PyPI:
+#   kolla-ansible 23 for kolla 23.0.0's 2026.2 is not released there), on
+#   this machine with connection local (tools/deploy/check-kolla-ansible.sh):
+#   the nova_compute container's volumes from its variables, and its
+#   merge_configs action merging deploy/kolla/config into its own rendered
+#   nova.conf and cinder.conf, checked with the product's registered
+#   options (PROJECT_PYTHON: the project's python, default .venv/bin/python,
+#   else python3).
+#   Not checked: an actual container deployment.
+# Uses its own virtualenvs (DEPLOY_VENV, and tools/ansible-venv.sh's for
+# ansible-lint and kolla-ansible; default outside the tree, where flake8
+# does not look): kolla pins versions that must not reach the product's
+# .venv. About 25 s once the venvs exist, 7 s of it the kolla-ansible
+# check (about 1 min more to create them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KOLLA_VERSION=${KOLLA_VERSION:-23.0.0}   # OpenStack 2026.2: nova 34, cinder 29
@@ -35,6 +47,10 @@ template_release=$(sed -n "s/^{% set os_brick_cas_open_cas_version = '\(.*\)' %}
 if [ -z "$template_release" ] || [ "$template_release" != "$devstack_release" ]; then
     fail "kolla template builds casadm $template_release, devstack uses $devstack_release"
 fi
+
+filters=share/os-brick-cas/etc/nova/rootwrap.d/os-brick-cas.filters
+grep -q "^ *${filters%/*} = etc/rootwrap.d/\*$" setup.cfg ||
+    fail "setup.cfg does not install the rootwrap filter as ${filters%/*}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -64,6 +80,12 @@ for base in ubuntu rocky; do
         [ "$last_user" = "USER ${pair##*:}" ] ||
             fail "$base ${pair%%:*}: ends as '$last_user'"
     done
+    # nova-compute starts os-brick-cas's privsep daemons through
+    # nova-rootwrap, which reads /etc/nova/rootwrap.d; pip installs the
+    # filter under the image venv's share/ (setup.cfg's data_files)
+    grep -q "install -m 0644 /var/lib/kolla/venv/$filters /etc/nova/rootwrap.d/" \
+        "$work/$base/docker/nova/nova-compute/Dockerfile" ||
+        fail "$base nova-compute: os-brick-cas's rootwrap filter is not installed"
     echo "kolla $KOLLA_VERSION $base: nova-compute, cinder-volume, cinder-api render"
 done
 
@@ -86,12 +108,21 @@ for key in ('nova_user_pip_packages', 'cinder_user_pip_packages',
 assert osa['nova_nova_conf_overrides']['os_brick_cas']['cache_instances']
 print('YAML: %d files parse' % len(sys.argv[1:]))
 PY
-# the os_brick_cas Ansible role, its example playbook and the playbooks the
-# real-kernel tier runs it with (tools/run-ansible-tests.sh): ansible-lint's
-# production profile, in its own pinned virtualenv
+# the os_brick_cas Ansible role, its example playbook, the playbooks the
+# real-kernel tier runs it with (tools/run-ansible-tests.sh) and those of
+# the kolla-ansible check (kolla's merge_configs action: its action_plugins):
+# ansible-lint's production profile, in its own pinned virtualenv
 ansible_venv=$(tools/ansible-venv.sh) || fail "no ansible-lint virtualenv"
 (cd deploy/ansible && ANSIBLE_ROLES_PATH=$PWD/roles LC_ALL=C.UTF-8 \
+    ANSIBLE_ACTION_PLUGINS=$ansible_venv/share/kolla-ansible/ansible/action_plugins \
     "$ansible_venv/bin/ansible-lint" --nocolor --offline -c .ansible-lint \
     os-brick-cas-host.yml roles/ ../../tools/kernel/ansible-build.yml \
-    ../../tools/kernel/ansible-guest.yml) || fail "ansible-lint"
+    ../../tools/kernel/ansible-guest.yml ../../tools/deploy/kolla-*.yml) || fail "ansible-lint"
+if [ -z "${PROJECT_PYTHON:-}" ]; then
+    PROJECT_PYTHON=python3
+    [ -x .venv/bin/python ] && PROJECT_PYTHON=.venv/bin/python
+fi
+"$PROJECT_PYTHON" -c 'import oslo_config' 2>/dev/null ||
+    fail "$PROJECT_PYTHON has no oslo.config: set PROJECT_PYTHON to the project's virtualenv's (tools/setup-env.sh)"
+tools/deploy/check-kolla-ansible.sh "$ansible_venv" "$PROJECT_PYTHON" || fail "kolla-ansible"
 echo "deploy artefacts OK"

@@ -2,7 +2,7 @@
 # Run shellcheck on every shell script of the project (tools, .ci, devstack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=(tools/*.sh tools/kernel/*.sh .ci/run)
+files=(tools/*.sh tools/kernel/*.sh tools/deploy/*.sh .ci/run)
 if [ -d devstack ]; then
     mapfile -t -O "${#files[@]}" files < <(
         find devstack -type f \( -name '*.sh' -o -name settings \
