@@ -137,8 +137,8 @@ class HostLayoutTestCase(base.FunctionalTestCase):
                              'ocf-hit-invalid-backfill'])
         self.assertNotIn('known defect', self.host_cli('plan')[1])
         self._write('sys/module/cas_cache/version', '25.12.2.0000.release\n')
-        self.conf.clear_override('accepted_data_loss_defects',
-                                 group='os_brick_cas')
+        self.conf.conf.clear_override('accepted_data_loss_defects',
+                                      group='os_brick_cas')
         self.assertNotIn('known defect', self.host_cli('plan')[1])
 
     # -- apply --------------------------------------------------------------
