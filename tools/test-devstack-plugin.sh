@@ -746,6 +746,10 @@ test_all_in_one() {
         ini_is "$NOVA_CONF" os_brick_cas opencas_conf "$OPEN_CAS_CONF"
     check "aio nova.conf: state_path" \
         ini_is "$NOVA_CONF" os_brick_cas state_path "$OS_BRICK_CAS_STATE_PATH"
+    check "aio nova.conf: lock_path shared with the CLI" \
+        ini_is "$NOVA_CONF" os_brick_cas lock_path "$OS_BRICK_CAS_STATE_PATH/locks"
+    check "aio: lock directory setgid, group-writable" \
+        test "$(stat -c %a "$OS_BRICK_CAS_STATE_PATH/locks")" = 2770
     check "aio: metric events directory owned by the stack user" \
         test "$(stat -c %U "$OS_BRICK_CAS_STATE_PATH/events")" = "$STACK_USER"
     check "aio nova.conf: resume_guests_state_on_host_boot" \

@@ -70,6 +70,11 @@ class CliTestCase(base.FunctionalTestCase):
         self.useFixture(fixtures.EnvironmentVariable(config.ENV))
         self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD'))
         self.useFixture(fixtures.EnvironmentVariable('OS_AUTH_URL'))
+        # a lock directory as the install guide makes it (doctor checks it)
+        self.locks = os.path.join(self.tmp, 'locks')
+        os.mkdir(self.locks)
+        os.chmod(self.locks, 0o2770)
+        self.conf.config(group='os_brick_cas', lock_path=self.locks)
 
     def fake_root(self) -> str:
         """A compute host's files as doctor reads them, all in place."""
@@ -277,7 +282,8 @@ class DoctorTestCase(CliTestCase):
                           inactive['core_id'], inactive['level']))
         self.assertEqual(
             ['casadm', 'kernel', 'kernel-modules', 'rootwrap-filter',
-             'udev-rule', 'state-path', 'configuration', 'cache-instances',
+             'udev-rule', 'state-path', 'configuration', 'lock-path',
+             'cache-instances',
              'stopped-caches', 'persistence', 'cores', 'drain',
              'fallback-policy', 'owners', 'host-layout', 'drift'],
             list(dict.fromkeys(f['check'] for f in doc['findings'])))
@@ -514,6 +520,68 @@ class DoctorConfigurationTestCase(CliTestCase):
         self.assertEqual(2, code)
         self.assertIn('FAIL mode wt -> cache instance 2', out)
         self.assertIn('runs in mode wb', out)
+
+
+class LockPathTestCase(CliTestCase):
+    """doctor: the CLI and nova-compute take the same lock files."""
+
+    def write_nova_conf(self, text: str) -> str:
+        path = os.path.join(self.root, 'etc/nova/nova.conf')
+        with open(path, 'w') as conf_file:
+            conf_file.write(text)
+        return path
+
+    def lock_findings(self, *argv: str) -> tuple[int, list[str]]:
+        code, out, _ = self.cli('doctor', '--format', 'json', *argv)
+        doc = json.loads(out)
+        return code, ['%s %s' % (f['level'], f['message'])
+                      for f in doc['findings'] if f['check'] == 'lock-path']
+
+    def test_a_shared_setgid_directory_is_ok(self):
+        code, [finding] = self.lock_findings()
+        self.assertEqual(0, code)
+        self.assertTrue(finding.startswith('OK volume locks in %s (group '
+                                           % self.locks), finding)
+
+    def test_no_lock_directory_fails(self):
+        self.conf.config(group='os_brick_cas', lock_path=None)
+        self.conf.config(group='oslo_concurrency', lock_path=None)
+        code, [finding] = self.lock_findings()
+        self.assertEqual(2, code)
+        self.assertIn('FAIL no lock directory: set [os_brick_cas] lock_path',
+                      finding)
+
+    def test_a_cli_file_that_overrides_novas_lock_path_fails(self):
+        # nova-compute reads nova.conf only; the CLI's own file wins here
+        self.conf.conf.clear_override('lock_path', group='os_brick_cas')
+        nova = self.write_nova_conf('[oslo_concurrency]\n'
+                                    'lock_path = /var/lib/nova/tmp\n')
+        mine = os.path.join(self.tmp, 'cli.conf')
+        with open(mine, 'w') as conf_file:
+            conf_file.write('[os_brick_cas]\nlock_path = %s\n' % self.locks)
+        code, [finding] = self.lock_findings('--config-file', nova,
+                                             '--config-file', mine)
+        self.assertEqual(2, code)
+        self.assertIn('FAIL nova-compute takes its volume locks in '
+                      '/var/lib/nova/tmp (%s), this command in %s'
+                      % (nova, self.locks), finding)
+        # the same directory in both: no failure
+        self.write_nova_conf('[os_brick_cas]\nlock_path = %s/\n'
+                             % self.locks)
+        code, [finding] = self.lock_findings('--config-file', nova,
+                                             '--config-file', mine)
+        self.assertEqual(0, code, finding)
+        self.assertIn("as nova-compute's nova.conf says", finding)
+
+    def test_a_directory_without_setgid_or_group_write_warns(self):
+        for mode in (0o770, 0o2750):
+            os.chmod(self.locks, mode)
+            code, [finding] = self.lock_findings()
+            self.assertEqual(1, code, finding)
+            self.assertIn('WARN lock directory %s (mode %o) is not a setgid, '
+                          'group-writable directory' % (self.locks, mode),
+                          finding)
+            self.assertIn('install -d -o root -g', finding)
 
 
 class ConfigFilesTestCase(CliTestCase):
