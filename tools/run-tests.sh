@@ -7,12 +7,12 @@
 #         OpenStack release, 2026.2), release-2025.1 release-2026.1 (unit,
 #         nova, cinder and upstream in .venv-<release> on that release's
 #         nova, cinder and os-brick). kernel boots a qemu guest with real
-#         krbd and Open CAS (tools/run-kernel-tests.sh, ~10 min with the
-#         Open CAS build cached, ~16 min cold; bounded at 45 min). ansible
-#         provisions that guest with the os_brick_cas Ansible role and runs
-#         doctor, host apply/check and the attach tests on it
-#         (tools/run-ansible-tests.sh, 30+ min under TCG; on request,
-#         until it has passed in CI).
+#         krbd and Open CAS, provisions it with the os_brick_cas Ansible
+#         role (two plays, the second must change nothing) and runs all of
+#         tests/kernel on it (tools/run-ansible-tests.sh --whole-tier, ~30
+#         min under TCG with the Open CAS build cached; bounded at 70 min).
+#         ansible: the same guest, only the role's own tests and the
+#         attach tests (tools/run-ansible-tests.sh; on request).
 # Each runs even if an earlier one failed; the exit status is non-zero if
 # any failed. Needs root for the system packages (Ceph, fio, rbd-fuse,
 # the linter, promtool, qemu) and for the /dev entries the host simulator
@@ -104,10 +104,12 @@ suite() {
               echo '--- drain time and 4k write latency, cached vs drained ---'
               cat .ceph-bench-drain.txt ;;
         upstream) tools/run-upstream-suites.sh ;;
-        # installs what it needs, fails (never skips) when the guest
-        # cannot run; the guest has its own bound (20 min), this one also
-        # covers apt and a cold Open CAS build
-        kernel) timeout --kill-after=60 2700 tools/run-kernel-tests.sh ;;
+        # the guest provisioned by the os_brick_cas Ansible role, then all
+        # of tests/kernel on it; installs what it needs, fails (never
+        # skips) when the guest cannot run; the guest has its own bound
+        # (50 min), this one also covers apt and a cold Open CAS build
+        kernel) timeout --kill-after=60 4200 \
+                    tools/run-ansible-tests.sh --whole-tier ;;
         ansible) tools/run-ansible-tests.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
