@@ -124,6 +124,15 @@ case "$mode" in
                     *) tests+=("tests.kernel.$name") ;;
                 esac
             done
+        elif [ "$mode" = provision ]; then
+            # the host as the role left it first: the other tests stop,
+            # restart and reconfigure caches (whole tier, in file order)
+            tests=(tests.kernel.test_provisioned)
+            for module in "$checkout"/tests/kernel/test_*.py; do
+                module=$(basename "$module" .py)
+                [ "$module" = test_provisioned ] ||
+                    tests+=("tests.kernel.$module")
+            done
         else
             tests=(discover -t "$checkout" -s "$checkout/tests/kernel")
         fi
