@@ -173,7 +173,8 @@ def render_exporter_unit(text: str, cli: str) -> str:
 def plan(kinds: tuple[str, ...] = KINDS,
          rootwrap_dir: str = '/etc/nova/rootwrap.d',
          nova_compute_units: tuple[str, ...] = ('nova-compute.service',),
-         record: Optional[list[str]] = None) -> list[HostFile]:
+         record: Optional[list[str]] = None,
+         udev_rules_dir: str = '/etc/udev/rules.d') -> list[HostFile]:
     """The files to install, rendered for this installation."""
     record = _record() if record is None else record
     share = share_dir(record)
@@ -187,7 +188,8 @@ def plan(kinds: tuple[str, ...] = KINDS,
         renderers[EXPORTER_UNIT] = lambda text: render_exporter_unit(
             text, cli)
     dests = {
-        UDEV_RULE: ['/etc/udev/rules.d/60-os-brick-cas-rbd.rules'],
+        UDEV_RULE: [os.path.join(udev_rules_dir,
+                                 '60-os-brick-cas-rbd.rules')],
         ROOTWRAP_FILTER: [os.path.join(rootwrap_dir, 'os-brick-cas.filters')
                           ] if rootwrap_dir else [],
         NOVA_DROPIN: ['/etc/systemd/system/%s.d/os-brick-cas.conf' % unit

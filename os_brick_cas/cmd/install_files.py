@@ -44,6 +44,8 @@ def add_parser(subparsers: Any) -> None:
     sub.add_argument('--rootwrap-dir', default='/etc/nova/rootwrap.d',
                      help='nova\'s rootwrap filters directory (default: '
                           '%(default)s)')
+    sub.add_argument('--udev-rules-dir', default='/etc/udev/rules.d',
+                     help='udev\'s rules directory (default: %(default)s)')
     sub.add_argument('--nova-compute-unit', action='append', metavar='UNIT',
                      help='systemd unit running nova-compute that gets the '
                           'drop-in (repeatable; default: '
@@ -61,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     kinds = tuple(args.only or host_files.KINDS)
     units = tuple(args.nova_compute_unit or ('nova-compute.service',))
     try:
-        files = host_files.plan(kinds, args.rootwrap_dir, units)
+        files = host_files.plan(kinds, args.rootwrap_dir, units,
+                                udev_rules_dir=args.udev_rules_dir)
         differ = [item for item in files if item.differs(args.root)]
         for item in files:
             if item not in differ:

@@ -138,7 +138,8 @@ echo "$out" | grep -q 'nvme-X-part2 hold(s) Open CAS metadata with dirty' ||
 out=$(scenario other-release-idle 24.9.0.0000 '' 0 'yes,yes,no') ||
     fail "upgrade over a loaded release without caches, clean metadata was refused: $out"
 # and it runs before casadm and the module files are replaced
-awk '/upgrade-check.yml/ {check = NR} /^- name: Install Open CAS/ {install = NR}
+awk '/include_tasks: upgrade-check.yml/ && !check {check = NR}
+     /^- name: Install Open CAS/ && !install {install = NR}
      END {exit !(check && install && check < install)}' \
     deploy/ansible/roles/os_brick_cas/tasks/opencas.yml ||
     fail "opencas.yml replaces Open CAS before its upgrade check"
