@@ -26,8 +26,10 @@ playbook=deploy/ansible/os-brick-cas-host.yml
 
 hosts=$("$venv/bin/ansible-playbook" -i "$work/inventory" "$playbook" \
     --list-hosts 2>&1) || fail "--list-hosts: $hosts"
-echo "$hosts" | grep -q '^ *compute1$' && echo "$hosts" | grep -q '^ *compute2$' ||
-    fail "the playbook does not run on OSA's compute_hosts: $hosts"
+for host in compute1 compute2; do
+    echo "$hosts" | grep -q "^ *$host\$" ||
+        fail "the playbook does not run on OSA's compute_hosts ($host): $hosts"
+done
 if echo "$hosts" | grep -q '^ *infra1$'; then
     fail "the playbook runs on infra1"
 fi
