@@ -9,6 +9,15 @@
 #   its own user;
 # - the YAML files parse and are yamllint-clean;
 # - the os_brick_cas Ansible role is ansible-lint clean (production profile);
+# - the role and its example playbook with ansible-core against an
+#   openstack-ansible-style inventory (tools/deploy/check-ansible-role.sh):
+#   the playbook runs on compute_hosts and fails on an inventory without
+#   them, host_vars win over group_vars (deploy/openstack-ansible/
+#   group_vars/) and the role's defaults, the role installs nova's
+#   rootwrap filter and the exporter's unit, and refuses to replace Open
+#   CAS over a loaded release's caches or dirty metadata;
+# - no document runs the CLI in kolla's nova_compute without -u root
+#   (tools/deploy/check-docker-exec.py);
 # - deploy/kolla's globals and /etc/kolla/config files through kolla-ansible
 #   22.2.0's own code (from PyPI; OpenStack 2026.1, the newest on PyPI:
 #   kolla-ansible 23 for kolla 23.0.0's 2026.2 is not released there), on
@@ -89,7 +98,9 @@ for base in ubuntu rocky; do
     echo "kolla $KOLLA_VERSION $base: nova-compute, cinder-volume, cinder-api render"
 done
 
-yaml_files=(deploy/openstack-ansible/*.yml deploy/kolla/*.yml etc/host-layout.yaml.sample)
+yaml_files=(deploy/openstack-ansible/*.yml deploy/openstack-ansible/group_vars/*/*.yml
+            deploy/kolla/*.yml etc/host-layout.yaml.sample
+            tools/deploy/osa-inventory/*.yml tools/deploy/osa-inventory/*/*.yml)
 "$VENV/bin/yamllint" --strict -d '{extends: default, rules: {line-length: {max: 100}, document-start: disable}}' \
     "${yaml_files[@]}" || fail "yamllint"
 "$VENV/bin/python" - "${yaml_files[@]}" <<'PY' || fail "YAML does not parse as expected"
@@ -117,7 +128,12 @@ ansible_venv=$(tools/ansible-venv.sh) || fail "no ansible-lint virtualenv"
     ANSIBLE_ACTION_PLUGINS=$ansible_venv/share/kolla-ansible/ansible/action_plugins \
     "$ansible_venv/bin/ansible-lint" --nocolor --offline -c .ansible-lint \
     os-brick-cas-host.yml roles/ ../../tools/kernel/ansible-build.yml \
-    ../../tools/kernel/ansible-guest.yml ../../tools/deploy/kolla-*.yml) || fail "ansible-lint"
+    ../../tools/kernel/ansible-guest.yml ../../tools/deploy/kolla-*.yml \
+    ../../tools/deploy/role-upgrade-check.yml) || fail "ansible-lint"
+tools/deploy/check-ansible-role.sh "$ansible_venv" || fail "ansible role"
+# kolla's nova_compute runs as nova: every documented docker exec of the
+# CLI there needs -u root
+tools/deploy/check-docker-exec.py || fail "docker exec without -u root"
 if [ -z "${PROJECT_PYTHON:-}" ]; then
     PROJECT_PYTHON=python3
     [ -x .venv/bin/python ] && PROJECT_PYTHON=.venv/bin/python

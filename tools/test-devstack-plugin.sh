@@ -311,6 +311,19 @@ stub_make() {
 # code. What apply does against casadm is tested in
 # tests/functional/test_host_layout.py.
 stub_os-brick-cas() {
+    if [[ " $* " == *" host install-files "* ]]; then
+        # what the real verb does for these two kinds: the filter as
+        # shipped, the rule's PROGRAM at this environment's namer
+        local rootwrap udev
+        rootwrap=$(_casadm_arg --rootwrap-dir --rootwrap-dir "$@")
+        udev=$(_casadm_arg --udev-rules-dir --udev-rules-dir "$@")
+        mkdir -p "$rootwrap" "$udev"
+        cp "$REPO/etc/rootwrap.d/os-brick-cas.filters" "$rootwrap/"
+        sed "s|PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer|PROGRAM=\"$(dirname "$0")/os-brick-cas-rbd-namer|" \
+            "$REPO/etc/udev/rules.d/60-os-brick-cas-rbd.rules" \
+            > "$udev/60-os-brick-cas-rbd.rules"
+        return 0
+    fi
     [[ " $* " == *" host apply"* ]] || return 0
     [[ -d "$STUB_STATE/sys/module/cas_cache" ]] || {
         echo "the Open CAS kernel module is not loaded" >&2
@@ -572,6 +585,7 @@ ini_is() { [[ "$(ini get "$1" "$2" "$3")" == "$4" ]]; }
 ini_all_is() { [[ "$(ini getm "$1" "$2" "$3")" == "$4" ]]; }
 ini_parses() { ini check "$1"; }
 file_has_line() { grep -qxF -- "$2" "$1"; }
+file_lacks() { [[ -f "$1" ]] && ! grep -qF -- "$2" "$1"; }
 output_has() { [[ "$OUT$ERR" == *"$1"* ]]; }
 opencas_row() { printf '%s\t%s\t%s' "$@"; }
 # opencas.conf has a line starting with $1
@@ -727,8 +741,10 @@ test_all_in_one() {
     check "aio host: rootwrap filter installed" \
         cmp -s "$REPO/etc/rootwrap.d/os-brick-cas.filters" \
         "$S/etc/nova/rootwrap.d/os-brick-cas.filters"
-    check "aio host: udev rule installed" \
-        cmp -s "$REPO/etc/udev/rules.d/$rules" "$S/etc/udev/rules.d/$rules"
+    check "aio host: files installed by os-brick-cas host install-files" \
+        called_regex "os-brick-cas host install-files --only rootwrap-filter --only udev-rule --rootwrap-dir $S/etc/nova/rootwrap.d --udev-rules-dir $S/etc/udev/rules.d"
+    check "aio host: udev rule installed, its namer not in /usr/local/bin" \
+        file_lacks "$S/etc/udev/rules.d/$rules" "/usr/local/bin/os-brick-cas-rbd-namer"
     check "aio host: udev rules reloaded" called "udevadm control --reload"
     check "aio nova.conf: compute_driver" ini_is "$NOVA_CONF" DEFAULT \
         compute_driver os_brick_cas_libvirt.CachedRBDLibvirtDriver

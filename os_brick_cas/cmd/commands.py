@@ -234,6 +234,8 @@ Exporter = verb('os_brick_cas.cmd.exporter', 'exporter')
 HostPlan = verb('os_brick_cas.cmd.host', 'host plan')
 HostApply = verb('os_brick_cas.cmd.host', 'host apply')
 HostCheck = verb('os_brick_cas.cmd.host', 'host check')
+HostInstallFiles = verb('os_brick_cas.cmd.install_files',
+                        'host install-files')
 TypeCreate = verb('cinder_ext.admin', 'type-create')
 TypeShow = verb('cinder_ext.admin', 'type-show')
 FenceShow = verb('cinder_ext.admin', 'fence-show')

@@ -13,17 +13,22 @@
 """``os-brick-cas exporter``: Prometheus metrics of this host's caches."""
 
 import argparse
+import logging as std_logging
 import ssl
 import sys
 import time
 from typing import Any
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from os_brick_cas.metrics import exporter
 from os_brick_cas.metrics import opts
 
 CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+#: a service: its start (listen address) is logged without -v
+SERVICE_LOGGERS = ('os_brick_cas.metrics', __name__)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -47,8 +52,19 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _log_as_a_service() -> None:
+    """INFO for the exporter's own lines (start, listen address)."""
+    for name in SERVICE_LOGGERS:
+        logger = std_logging.getLogger(name)
+        if not logger.isEnabledFor(std_logging.INFO):
+            logger.setLevel(std_logging.INFO)
+
+
 def _textfile(path: str, interval: float) -> int:
     registry = exporter.build_registry(CONF)
+    if interval:
+        LOG.info('os-brick-cas metrics written to %s every %g s', path,
+                 interval)
     while True:
         try:
             exporter.write_textfile(path, registry)
@@ -68,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if args.textfile:
+        if args.interval:
+            _log_as_a_service()
         return _textfile(args.textfile, args.interval or 0)
+    _log_as_a_service()
     group = CONF[opts.GROUP]
     try:
         server, thread = exporter.start_http(CONF)

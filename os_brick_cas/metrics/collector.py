@@ -19,10 +19,13 @@ casadm's own counters, so they reset when a cache instance is restarted
 id comes from its by-id name, the instance uuid from the QEMU process
 holding its ``/dev/casX-Y`` open (see :mod:`.qemu`).
 
-casadm failures never fail the scrape: each call is bounded by the
+No failure fails the scrape: each casadm call is bounded by the
 exporter's ``casadm_timeout`` (seconds, well under a scrape timeout),
 ``os_brick_cas_up`` drops to 0 and ``os_brick_cas_collect_errors_total``
-grows when the caches cannot be listed or a call times out, and
+grows when the caches cannot be listed, a call times out or the
+collection fails for any other reason (the privileged helper cannot start,
+an unexpected error); ``os_brick_cas_collect_error_info`` then names the
+operation and the reason, also logged, and
 ``os_brick_cas_casadm_errors_total`` counts every failed call. One
 collection runs at a time and is reused for ``cache_seconds``.
 """
@@ -51,6 +54,8 @@ CACHE_LABELS = ['cache_id']
 CORE_LABELS = ['cache_id', 'core_id', 'volume_id', 'rbd_image',
                'instance_uuid']
 T = TypeVar('T')
+#: the longest reason os_brick_cas_collect_error_info carries
+REASON_CHARS = 200
 
 #: request counters: (metric, help, casadm titles that add up to it)
 REQUESTS = [
@@ -98,12 +103,27 @@ def _attachment(core_device: str) -> str:
         return ''
 
 
+def reason_of(exc: BaseException) -> str:
+    """One short line naming *exc*: its class and message."""
+    text = ' '.join(str(exc).split())
+    reason = '%s: %s' % (type(exc).__name__, text) if text else \
+        type(exc).__name__
+    return reason[:REASON_CHARS]
+
+
 class _Families:
     """The metric families of one scrape, filled cache by cache."""
 
     def __init__(self) -> None:
         self.up = prom.GaugeMetricFamily(
-            PREFIX + 'up', '1 when casadm listed the cache instances.')
+            PREFIX + 'up', '1 when casadm listed the cache instances '
+            'and the collection completed.')
+        self.error = prom.GaugeMetricFamily(
+            PREFIX + 'collect_error_info',
+            'Always 1, only when os_brick_cas_up is 0: the operation that '
+            'failed first in the latest collection and why (e.g. casadm '
+            'timed out, the privileged helper could not start).',
+            labels=['operation', 'reason'])
         self.cache_info = prom.GaugeMetricFamily(
             PREFIX + 'cache_info', 'A cache instance, its mode and state.',
             labels=CACHE_LABELS + ['mode', 'status', 'device'])
@@ -177,7 +197,7 @@ class _Families:
                     labels + [device, direction], value)
 
     def all(self) -> Iterator[prom.Metric]:
-        yield from (self.up, self.cache_info, self.cache_running,
+        yield from (self.up, self.error, self.cache_info, self.cache_running,
                     self.core_active, self.attachment, self.drained,
                     self.dirty_for, self.drift)
         yield from self.usage.values()
@@ -203,6 +223,13 @@ class _Collection:
     def __init__(self, collector: 'CasCollector') -> None:
         self.collector = collector
         self.timed_out = False
+        #: (operation, reason) of the first failure: os_brick_cas_up is 0
+        self.failure: Optional[tuple[str, str]] = None
+
+    def fail(self, operation: str, reason: str) -> None:
+        """Record a failure that makes the whole collection fail."""
+        if self.failure is None:
+            self.failure = (operation, reason)
 
     def call(self, operation: str, func: Callable[..., T],
              *args: object) -> Optional[T]:
@@ -217,6 +244,19 @@ class _Collection:
             errors[operation] = errors.get(operation, 0) + 1
             self.timed_out = isinstance(exc, exception.CasadmTimedOut)
             LOG.warning('metrics: casadm %s failed: %s', operation, exc)
+            if self.timed_out or operation == 'list':
+                self.fail(operation, reason_of(exc))
+            return None
+        except Exception as exc:
+            # not casadm's answer: e.g. the privileged helper could not
+            # start (privsep's FailedToDropPrivileges); no later call would
+            # fare better
+            errors[operation] = errors.get(operation, 0) + 1
+            self.timed_out = True
+            self.fail(operation, reason_of(exc))
+            LOG.error('metrics: %s failed, os_brick_cas_up is 0: %s',
+                      operation, reason_of(exc))
+            LOG.debug('metrics: %s failed', operation, exc_info=True)
             return None
         finally:
             count, total = seconds.get(operation, (0, 0.0))
@@ -297,20 +337,31 @@ class CasCollector(registry.Collector):
                 labels, _value(stats, 'Dirty for [s]') or 0)
 
     def _collect(self) -> list[prom.Metric]:
-        """One collection, as the list of families every waiter shares."""
+        """One collection, as the list of families every waiter shares.
+
+        Never raises (a raising collector is an HTTP 500 for the whole
+        scrape): whatever fails makes ``os_brick_cas_up`` 0 with the
+        reason in ``os_brick_cas_collect_error_info`` and a log line.
+        """
         families = _Families()
         run = _Collection(self)
-        caches = run.call('list', self.casadm.list_caches)
-        if caches:
-            instances = self._instances(caches)
-            tables: dict[int, list[casadm_mod.IoClass]] = {}
-            for cache in caches:
-                self._add_cache(families, run, cache, instances, tables)
-            self._add_drift(families, run, caches, tables)
-        up = caches is not None and not run.timed_out
-        if not up:
+        try:
+            caches = run.call('list', self.casadm.list_caches)
+            if caches:
+                instances = self._instances(caches)
+                tables: dict[int, list[casadm_mod.IoClass]] = {}
+                for cache in caches:
+                    self._add_cache(families, run, cache, instances, tables)
+                self._add_drift(families, run, caches, tables)
+        except Exception as exc:
+            families = _Families()
+            run.fail('collect', reason_of(exc))
+            LOG.exception('metrics: the collection failed, os_brick_cas_up '
+                          'is 0: %s', reason_of(exc))
+        if run.failure is not None:
             self.failed_collections += 1
-        families.up.add_metric([], 1 if up else 0)
+            families.error.add_metric(list(run.failure), 1)
+        families.up.add_metric([], 0 if run.failure else 1)
         return list(families.all()) + self._own_metrics()
 
     def _add_drift(self, families: _Families, run: _Collection,
@@ -330,9 +381,10 @@ class CasCollector(registry.Collector):
     def _own_metrics(self) -> list[prom.Metric]:
         collect_errors = prom.CounterMetricFamily(
             PREFIX + 'collect_errors',
-            'Collections that failed: casadm could not list the caches or '
-            'a casadm call ran out of casadm_timeout (os_brick_cas_up was '
-            '0).')
+            'Collections that failed: casadm could not list the caches, '
+            'a casadm call ran out of casadm_timeout or the collection '
+            'failed otherwise (os_brick_cas_up was 0; '
+            'os_brick_cas_collect_error_info says why).')
         collect_errors.add_metric([], self.failed_collections)
         errors = prom.CounterMetricFamily(
             PREFIX + 'casadm_errors',

@@ -26,10 +26,12 @@ import subprocess
 import sys
 import threading
 import time
+from unittest import mock
 import urllib.request
 import uuid
 
 import fixtures
+from oslo_privsep import daemon as privsep_daemon
 from prometheus_client import parser
 
 from os_brick_cas import casadm
@@ -192,6 +194,49 @@ class ExporterTestCase(test_cli.CliTestCase):
                   operation='list')))
         self.assertFalse([name for name, _ in scrape
                           if name.startswith('os_brick_cas_core_')])
+
+    def test_casadm_failure_names_its_reason(self):
+        self.host.set_module_loaded(False)
+        scrape = self.scrape()
+        [(labels, found)] = [(dict(have), v) for (n, have), v in
+                             scrape.items()
+                             if n == 'os_brick_cas_collect_error_info']
+        self.assertEqual((1, 'list'), (found, labels['operation']))
+        self.assertTrue(labels['reason'], labels)
+        self.host.set_module_loaded(True)
+        scrape = self.scrape()
+        self.assertEqual(1, value(scrape, 'os_brick_cas_up'))
+        self.assertFalse([n for n, _ in scrape
+                          if n == 'os_brick_cas_collect_error_info'])
+
+    def test_privileged_helper_that_cannot_start_is_up_0_not_http_500(self):
+        # main: privsep's error escaped the collector: HTTP 500, no metric
+        self.attach(VOL_WB, 'wb')
+        logger = self.useFixture(fixtures.FakeLogger(
+            name='os_brick_cas.metrics'))
+        broken = privsep_daemon.FailedToDropPrivileges(
+            'privsep helper command exited non-zero (1)')
+        with mock.patch.object(priv_casadm, 'list_caches',
+                               side_effect=broken):
+            scrape = samples(http_scrape(self.serve()))
+        self.assertEqual((0, 1), (
+            value(scrape, 'os_brick_cas_up'),
+            value(scrape, 'os_brick_cas_collect_errors_total')))
+        self.assertEqual(1, value(
+            scrape, 'os_brick_cas_collect_error_info', operation='list',
+            reason='FailedToDropPrivileges: privsep helper command exited '
+                   'non-zero (1)'))
+        self.assertIn('privsep helper command exited non-zero', logger.output)
+
+    def test_unexpected_error_in_the_collection_is_up_0(self):
+        self.attach(VOL_WB, 'wb')
+        with mock.patch('os_brick_cas.report.rbd_image_of',
+                        side_effect=RuntimeError('parse bug')):
+            scrape = samples(http_scrape(self.serve()))
+        self.assertEqual(0, value(scrape, 'os_brick_cas_up'))
+        self.assertEqual(1, value(
+            scrape, 'os_brick_cas_collect_error_info',
+            reason='RuntimeError: parse bug'))
 
     def test_hung_casadm_listing_gives_a_prompt_scrape_with_up_0(self):
         self.attach(VOL_WB, 'wb')
@@ -379,6 +424,10 @@ class ExporterTestCase(test_cli.CliTestCase):
                 time.sleep(0.2)
         self.assertEqual(3 * BLOCK, value(
             scrape, 'os_brick_cas_core_dirty_bytes', volume_id=VOL_WB))
+        # a service says where it listens (main: nothing without -v)
+        command.terminate()
+        _, err = command.communicate(timeout=30)
+        self.assertIn('os-brick-cas metrics on %s' % url, err)
 
     def test_busy_port_says_which_option_to_change(self):
         with socket.socket() as busy:

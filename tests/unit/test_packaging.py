@@ -23,6 +23,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 import testtools
 
+from os_brick_cas import host_files
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 CONSTRAINTS = os.path.join(ROOT, 'tools', 'upper-constraints.txt')
@@ -81,6 +83,10 @@ class InstalledFilesTestCase(testtools.TestCase):
                      'nova/rootwrap.d/os-brick-cas.filters',
                      'cinder/os-brick-cas-policy.yaml.sample',
                      'os-brick-cas/os-brick-cas.conf.sample'):
+            self.assertTrue(os.path.isfile(os.path.join(share, path)), path)
+        # every file "os-brick-cas host install-files" installs, the
+        # exporter's unit among them, where it looks for it
+        for path, _ in host_files.SOURCES.values():
             self.assertTrue(os.path.isfile(os.path.join(share, path)), path)
 
 

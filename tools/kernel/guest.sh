@@ -99,7 +99,6 @@ if [ "$mode" = provision ]; then
             "$checkout/tools/kernel/ansible-guest.yml" \
             -e "os_brick_cas_opencas_prebuilt_root=$casroot" \
             -e "os_brick_cas_bin_dir=$venv/bin" \
-            -e "os_brick_cas_share_dir=$checkout/etc" \
             > "$results/ansible-$run.log" 2>&1 ||
             die "ansible-playbook run $run failed: $(tail -n 30 "$results/ansible-$run.log")"
         tail -n 4 "$results/ansible-$run.log"
