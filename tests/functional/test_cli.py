@@ -497,7 +497,7 @@ class BenchTestCase(CliTestCase):
     def test_json_for_machines(self):
         code, out, err = self.cli(
             'bench', '--device', self.file, '--runtime', '1',
-            '--profiles', 'randwrite-qd1', '--json')
+            '--profiles', 'randwrite-qd1', '-f', 'json')
         self.assertEqual(0, code, err)
         document = json.loads(out)
         [result] = document['results']
