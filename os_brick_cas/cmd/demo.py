@@ -203,7 +203,8 @@ def _exercise(host, volumes: list[tuple[str, str]], write: bool) -> int:
             props = _props(name, mode)
             print('%s: %s' % (mode, MODE_TEXT[mode]))
             if modes.CacheMode(mode) in unsafe:
-                failures += _expect_refusal(connector, props)
+                failures += _expect_refusal(connector, props,
+                                            unsafe[modes.CacheMode(mode)])
                 continue
             info = connector.connect_volume(props)
             attached.append((props, info))
@@ -243,13 +244,18 @@ def _exercise(host, volumes: list[tuple[str, str]], write: bool) -> int:
 
 
 def _expect_refusal(connector: connector_mod.CachedRBDConnector,
-                    props: dict) -> int:
+                    props: dict, reason: exception.CasError) -> int:
     """Attach a volume in a mode the gate withholds: 1 unless refused."""
     try:
         info = connector.connect_volume(props)
-    except exception.CasError as exc:
+    except exception.CasError:
+        found = getattr(reason, 'kwargs', {})
         print('  %s not attached, as on a real host with this release: %s'
-              % (props['name'], str(exc).split('. ')[0]))
+              % (props['name'], 'Open CAS %s has known defect %s, which can '
+                 'lose acknowledged %s writes' % (
+                     found['version'], found['defect'], props['cache_mode'])
+                 if {'version', 'defect'} <= set(found) else
+                 str(reason).split(' (')[0]))
         return 0
     print('FAILED: %s attached in mode %s, which the known-defect gate '
           'withholds' % (props['name'], props['cache_mode']))

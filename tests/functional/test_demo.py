@@ -77,9 +77,10 @@ class DemoTestCase(base.FunctionalTestCase):
         for mode in ('wb', 'wo'):
             self.assertIn('volumes/volume-demo-%s not attached, as on a real '
                           'host with this release: Open CAS '
-                          '26.03.2.0000.release, loaded on this host, has a '
-                          'known defect that can lose acknowledged %s '
-                          'writes' % (mode, mode), result.stdout)
+                          '26.03.2.0000.release has known defect '
+                          'ocf-hit-invalid-backfill, which can lose '
+                          'acknowledged %s writes' % (mode, mode),
+                          result.stdout)
             self.assertNotIn('attached volumes/volume-demo-%s ' % mode,
                              result.stdout)
         self.assertIn('attached volumes/volume-demo-wt ', result.stdout)
