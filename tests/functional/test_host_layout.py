@@ -340,10 +340,7 @@ class HostLayoutTestCase(base.FunctionalTestCase):
         self.assertIn('at %.1f MiB/s (measured' % rate, out)
         self.connector.disconnect_volume(self.props(image, 'wb'), None)
 
-
-class PlanBeforeOpenCasTestCase(HostLayoutTestCase):
-    """``host plan`` sizes a host from the layout alone (issue 37)."""
-
+    # -- plan from the layout alone (issue 37) ------------------------------
     def without_casadm(self) -> None:
         """PATH as on a host where Open CAS is not installed yet."""
         empty = os.path.join(self.tmp, 'no-casadm')
