@@ -150,3 +150,28 @@ class StaleTextTestCase(testtools.TestCase):
                      if '--no-deps -e .' in line]
         self.assertIn('PYTHONWARNINGS=ignore', install)
         self.assertNotIn('License ::', read('setup.cfg'))
+
+
+class ReadmeTestCase(testtools.TestCase):
+
+    def test_readme_is_what_a_newcomer_needs_and_links_the_rest(self):
+        # main: ~1400 lines; the two commands, the support matrix and the
+        # architecture lost among benchmark tables and tier details
+        readme = read('README.rst')
+        self.assertLess(len(readme.splitlines()), 150)
+        titles = re.findall(r'\n([^\n]+)\n=+\n', readme)
+        self.assertEqual(['Quick start (fresh machine, Python 3.11, Debian '
+                          '12, as root)', 'Support matrix', 'Architecture',
+                          'Documentation'], titles[:4])
+        for command in ('    tools/demo.sh\n', '    tools/run-tests.sh\n'):
+            self.assertIn(command, readme)
+        for path in re.findall(r'``((?:doc/source|releasenotes)/[^`]*)``',
+                               readme):
+            self.assertTrue(os.path.exists(os.path.join(REPO, path)), path)
+        # what left README is in the rendered docs
+        for page, heading in (('doc/source/testing.rst',
+                               'The real-kernel tier'),
+                              ('doc/source/benchmarks.rst', 'Benchmarks'),
+                              ('doc/source/admin/host-guide.rst',
+                               'Supported OpenStack releases')):
+            self.assertIn('\n%s\n' % heading, read(page))
