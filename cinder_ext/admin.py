@@ -31,6 +31,7 @@ from cinder_ext import extra_specs
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas.cmd import commands
 from os_brick_cas.cmd import doctor
+from os_brick_cas.cmd import output
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import modes
@@ -110,28 +111,52 @@ def type_create(args: argparse.Namespace) -> int:
 def type_show(args: argparse.Namespace) -> int:
     volume_type = _find_type(cinder(), args.name)
     specs = volume_type.get_keys()
-    for key, value in sorted(specs.items()):
-        print('%s = %s' % (key, value))
+    problem, spec = None, None
     try:
         spec = extra_specs.validate(specs)
     except extra_specs.ExtraSpecError as exc:
-        print('INVALID: %s' % exc)
-        return 1
-    print('cache: %s' % (('mode %s%s' % (
-        spec.mode, ' (holds dirty data on the host)'
-        if spec.holds_dirty_data else '')) if spec.cacheable else 'none'))
-    return 0
+        problem = str(exc)
+    lines = ['%s = %s' % item for item in sorted(specs.items())]
+    if problem:
+        lines.append('INVALID: %s' % problem)
+    else:
+        lines.append('cache: %s' % (('mode %s%s' % (
+            spec.mode, ' (holds dirty data on the host)'
+            if spec.holds_dirty_data else '')) if spec.cacheable else 'none'))
+    document = {'name': args.name, 'id': volume_type.id,
+                'extra_specs': dict(specs), 'valid': problem is None,
+                'problem': problem,
+                'cache_mode': spec.mode if spec and spec.cacheable else None,
+                'holds_dirty_data': bool(spec and spec.cacheable and
+                                         spec.holds_dirty_data)}
+    output.emitter(args)(document, ('key', 'value'),
+                         lambda: sorted(specs.items()),
+                         lambda: ''.join(line + '\n' for line in lines))
+    return 1 if problem else 0
 
 
 def fence_show(args: argparse.Namespace) -> int:
     client = fence.FenceClient(cinder())
     owner = client.owner(args.volume)
-    print('volume %s: %s' % (args.volume, 'fenced by host %s%s' % (
+    lost = client.lost(args.volume)
+    lines = ['volume %s: %s' % (args.volume, 'fenced by host %s%s' % (
         owner.host, ' (attachment %s)' % owner.epoch if owner.epoch else '')
-        if owner else 'not fenced'))
-    for lost in client.lost(args.volume):
-        print('  declared lost: host %s attachment %s' % (
-            lost.host, lost.epoch or '(not recorded)'))
+        if owner else 'not fenced')]
+    lines += ['  declared lost: host %s attachment %s' % (
+        item.host, item.epoch or '(not recorded)') for item in lost]
+    document = {'volume_id': args.volume,
+                'fenced_by': owner.host if owner else None,
+                'attachment': owner.epoch if owner else None,
+                'declared_lost': [{'host': item.host,
+                                   'attachment': item.epoch}
+                                  for item in lost]}
+    output.emitter(args)(
+        document, ('volume_id', 'state', 'host', 'attachment'),
+        lambda: ([(args.volume, 'fenced', owner.host, owner.epoch)]
+                 if owner else []) + [(args.volume, 'declared lost',
+                                       item.host, item.epoch)
+                                      for item in lost],
+        lambda: ''.join(line + '\n' for line in lines))
     return 0
 
 

@@ -39,7 +39,7 @@ _SECTION_KEYS = {P.CLEANING: 'cleaning', P.PROMOTION: 'promotion',
                  P.SEQ_CUTOFF: 'seq_cutoff'}
 INSTANCE_KEYS = ('id', 'mode', 'device', 'line_size_kib', 'cleaning',
                  'promotion', 'seq_cutoff', 'flush_rate_mib_s',
-                 'lazy_startup')
+                 'lazy_startup', 'size_gib')
 TOP_KEYS = ('version', 'flush_rate_mib_s', 'instances')
 
 #: per-mode defaults; a section whose policy differs from the default's
@@ -85,6 +85,9 @@ class InstanceLayout:
     sections: dict[str, dict[str, Any]]  # as written: namespace -> fields
     flush_rate_mib_s: Optional[float] = None
     lazy_startup: bool = False
+    #: the device's size as written in the layout (``size_gib``), for
+    #: ``host plan`` on a host whose device is not there yet
+    size_bytes: Optional[int] = None
 
     def policy(self, section: str) -> str:
         written = self.sections.get(section, {})
@@ -206,12 +209,17 @@ def _int_in(problems: _Problems, where: str, value: Any, low: int,
 
 
 def _rate(problems: _Problems, where: str, value: Any) -> Optional[float]:
+    return _positive(problems, where, value, 'MiB/s')
+
+
+def _positive(problems: _Problems, where: str, value: Any,
+              unit: str) -> Optional[float]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             value <= 0):
-        problems.add(where, 'must be a positive number of MiB/s, not %r'
-                     % (value,))
+        problems.add(where, 'must be a positive number of %s, not %r'
+                     % (unit, value))
         return None
     return float(value)
 
@@ -303,11 +311,15 @@ def _instance(problems: _Problems, where: str, found: Any
         for section in SECTIONS}
     rate = _rate(problems, where + '.flush_rate_mib_s',
                  found.get('flush_rate_mib_s'))
+    size_gib = _positive(problems, where + '.size_gib',
+                         found.get('size_gib'), 'GiB')
     if None in (cache_id, mode, device):
         return None
     return InstanceLayout(cache_id=cache_id, mode=mode, device=device,
                           line_size_kib=line, sections=sections,
-                          flush_rate_mib_s=rate, lazy_startup=lazy is True)
+                          flush_rate_mib_s=rate, lazy_startup=lazy is True,
+                          size_bytes=None if size_gib is None else
+                          int(size_gib * 2 ** 30))
 
 
 def parse(text: str, path: str = '<layout>') -> HostLayout:

@@ -287,7 +287,10 @@ def _same(one: str, other: str) -> bool:
 
 
 def _size(item: InstanceState, root: str) -> None:
+    """The device's size on this host, else the layout's ``size_gib``."""
     size = sizing.block_device_bytes(item.layout.device, root)
+    if size is None:
+        size = item.layout.size_bytes
     item.size_bytes = size
     if size is not None:
         item.metadata_bytes = sizing.metadata_bytes(size,
@@ -335,6 +338,20 @@ def survey(casadm: casadm_mod.Casadm, layout: host_layout.HostLayout,
     unlisted = [cache for cache_id, cache in sorted(caches.items())
                 if layout.find(cache_id) is None]
     return HostState(layout, release, cli, result, unlisted)
+
+
+def layout_only(layout: host_layout.HostLayout,
+                conf: cfg.ConfigOpts = CONF) -> HostState:
+    """*layout* sized without casadm (before Open CAS is installed).
+
+    No instance runs, no action is planned: only sizes and RAM are known.
+    """
+    items = []
+    for layout_instance in layout.instances:
+        item = InstanceState(layout_instance, None, None)
+        _size(item, conf[opts.GROUP].host_root)
+        items.append(item)
+    return HostState(layout, None, '', items, [])
 
 
 def cache_rows(layout: host_layout.HostLayout

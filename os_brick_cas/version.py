@@ -10,7 +10,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The package's version: pbr derives it from the git tags at build time."""
+"""The package's version: setup.cfg's, as pbr reports it (see README)."""
 
 import pbr.version
 
@@ -18,5 +18,5 @@ version_info = pbr.version.VersionInfo('os-brick-cas')
 
 
 def version_string() -> str:
-    """e.g. ``1.2.0`` on a tag, ``1.2.1.dev4`` four commits after it."""
+    """e.g. ``2.0.0`` on its tag, ``2.0.0.dev4`` before it."""
     return version_info.release_string()

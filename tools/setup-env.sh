@@ -23,5 +23,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "$VENV/bin/pip" install -q -c "$constraints" "${reqs[@]}"
     echo "$want" > "$stamp"
 fi
-"$VENV/bin/pip" install -q --no-deps -e .
+# the build backend's deprecation notices (setuptools' editable-install
+# warning, ~15 lines each) are for this project's maintainers, not for
+# whoever runs tools/demo.sh: they stay out of its output
+PYTHONWARNINGS=ignore "$VENV/bin/pip" install -q --no-deps -e .
 echo "virtualenv ready: $VENV"

@@ -23,7 +23,6 @@ Figures are whatever the given devices deliver on the machine it runs on;
 
 import argparse
 import dataclasses
-import json
 import os
 import stat
 import sys
@@ -34,6 +33,7 @@ from oslo_concurrency import processutils
 from os_brick_cas import bench
 from os_brick_cas import benchplot
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import output
 from os_brick_cas import exception
 from os_brick_cas import report
 
@@ -63,8 +63,6 @@ def add_parser(subparsers: Any) -> None:
                              'overwrite the device: scratch volumes only)')
     parser.add_argument('--where', default='(not given)',
                         help='where this runs, printed with the figures')
-    parser.add_argument('--json', action='store_true',
-                        help='machine-readable output')
     parser.add_argument('--plot', metavar='FILE.png',
                         help='also draw the latency percentiles and the read '
                              'hit ratio per run into FILE.png (needs '
@@ -152,6 +150,47 @@ def run_profiles(devices: list[tuple[str, str]],
     return results
 
 
+#: one row per profile run, direction and device (``-f value``/``csv``)
+COLUMNS = ('profile', 'direction', 'device', 'avg_us', 'p99_us', 'p999_us',
+           'p9999_us', 'iops', 'read_hit_ratio')
+
+
+def _rows(results: list[dict[str, Any]]) -> list[tuple]:
+    rows = []
+    for item in results:
+        for direction in ('read', 'write'):
+            figures = item.get(direction)
+            if figures is not None:
+                rows.append((item['profile'], direction, item['device'],
+                             figures.avg_us, figures.p99_us, figures.p999_us,
+                             figures.p9999_us, figures.iops,
+                             item['read_hit_ratio']))
+    return rows
+
+
+def _text(args: argparse.Namespace, devices: list[tuple[str, str]],
+          results: list[dict[str, Any]], before: dict, after: dict) -> str:
+    """The reference table with where it was measured and hit ratios."""
+    labels = [label for label, _ in devices]
+    lines = ['os-brick-cas bench: 4k, libaio, direct, %ds per run; measured '
+             'on: %s' % (args.runtime, args.where)]
+    lines += ['  %-10s %s' % (label, path) for label, path in devices]
+    lines.append(bench.render_table(results, labels).rstrip('\n'))
+    for label, path in devices:
+        if before[label] is not None or after[label] is not None:
+            lines.append('Open CAS read hit ratio of %s: %s before, %s after'
+                         % (label, report.percent(before[label]),
+                            report.percent(after[label])))
+        per_run = ['%s %s' % (item['profile'], report.percent(
+            item['read_hit_ratio'])) for item in results
+            if item['device'] == label and
+            item['read_hit_ratio'] is not None]
+        if per_run:
+            lines.append('read hit ratio per run of %s: %s' % (
+                label, ', '.join(per_run)))
+    return '\n'.join(lines) + '\n'
+
+
 def run(args: argparse.Namespace) -> int:
     devices = parse_devices(args.device)
     wanted = [name.strip() for name in args.profiles.split(',') if name]
@@ -179,34 +218,15 @@ def run(args: argparse.Namespace) -> int:
         print('fio failed: %s' % exc, file=sys.stderr)
         return 1
     after = {label: hit_ratio(path) for label, path in devices}
-    labels = [label for label, _ in devices]
     if args.plot:
         benchplot.plot(results, args.plot, args.where)
-    if args.json:
-        print(json.dumps({
-            'where': args.where, 'runtime_s': args.runtime,
-            'devices': dict(devices),
-            'read_hit_ratio': {'before': before, 'after': after},
-            'results': [{key: dataclasses.asdict(value)
-                         if dataclasses.is_dataclass(value) else value
-                         for key, value in item.items()}
-                        for item in results]}, indent=2, sort_keys=True))
-        return 0
-    print('os-brick-cas bench: 4k, libaio, direct, %ds per run; measured '
-          'on: %s' % (args.runtime, args.where))
-    for label, path in devices:
-        print('  %-10s %s' % (label, path))
-    sys.stdout.write(bench.render_table(results, labels))
-    for label, path in devices:
-        if before[label] is not None or after[label] is not None:
-            print('Open CAS read hit ratio of %s: %s before, %s after' % (
-                label, report.percent(before[label]),
-                report.percent(after[label])))
-        per_run = ['%s %s' % (item['profile'], report.percent(
-            item['read_hit_ratio'])) for item in results
-            if item['device'] == label and
-            item['read_hit_ratio'] is not None]
-        if per_run:
-            print('read hit ratio per run of %s: %s' % (
-                label, ', '.join(per_run)))
+    document = {
+        'where': args.where, 'runtime_s': args.runtime,
+        'devices': dict(devices),
+        'read_hit_ratio': {'before': before, 'after': after},
+        'results': [{key: dataclasses.asdict(value)
+                     if dataclasses.is_dataclass(value) else value
+                     for key, value in item.items()} for item in results]}
+    output.emitter(args)(document, COLUMNS, lambda: _rows(results),
+                         lambda: _text(args, devices, results, before, after))
     return 0

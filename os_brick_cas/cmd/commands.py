@@ -33,6 +33,7 @@ from cliff import display
 from oslo_privsep import daemon as privsep_daemon
 
 from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd import output
 
 #: verbs that call casadm/rbd (root through privsep) on this host
 ROOT_COMMANDS = frozenset(('status', 'doctor', 'flush', 'drain', 'undrain',
@@ -100,6 +101,11 @@ class Report(Operator, display.DisplayCommandBase):
 
     formatter_namespace = 'cliff.formatter.list'
     formatter_default = 'table'
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        output.add_raw_argument(parser)
+        return parser
 
     def run_verb(self, parsed_args: argparse.Namespace) -> int:
         self.formatter = self._formatter_plugins[parsed_args.formatter].obj
@@ -218,9 +224,21 @@ class Verb(Operator):
         return parsed_args.func(parsed_args)
 
 
-def verb(module: str, name: str) -> type:
-    """A :class:`Verb` class for the verb *name* that *module* registers."""
-    return type(name.title().replace('-', '').replace(' ', ''), (Verb,), {
+class ReportVerb(Verb, Report):
+    """A :class:`Verb` whose output takes ``-f``/``-c`` like a listing.
+
+    The module's function gets ``args.emit(document, columns, rows,
+    text=None)`` (:meth:`Report.emit`) and prints nothing else on stdout.
+    """
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        parsed_args.emit = functools.partial(self.emit, parsed_args)
+        return parsed_args.func(parsed_args)
+
+
+def verb(module: str, name: str, base: type = Verb) -> type:
+    """A *base* class for the verb *name* that *module* registers."""
+    return type(name.title().replace('-', '').replace(' ', ''), (base,), {
         'module': module, 'verb': name, '__module__': __name__,
         '__doc__': 'os-brick-cas %s (registered by %s)' % (name, module)})
 
@@ -229,16 +247,16 @@ Demo = verb('os_brick_cas.cmd.demo', 'demo')
 Flush = verb('os_brick_cas.cmd.flush', 'flush')
 Drain = verb('os_brick_cas.cmd.drain', 'drain')
 Undrain = verb('os_brick_cas.cmd.drain', 'undrain')
-Bench = verb('os_brick_cas.cmd.bench', 'bench')
+Bench = verb('os_brick_cas.cmd.bench', 'bench', ReportVerb)
 Exporter = verb('os_brick_cas.cmd.exporter', 'exporter')
-HostPlan = verb('os_brick_cas.cmd.host', 'host plan')
-HostApply = verb('os_brick_cas.cmd.host', 'host apply')
-HostCheck = verb('os_brick_cas.cmd.host', 'host check')
+HostPlan = verb('os_brick_cas.cmd.host', 'host plan', ReportVerb)
+HostApply = verb('os_brick_cas.cmd.host', 'host apply', ReportVerb)
+HostCheck = verb('os_brick_cas.cmd.host', 'host check', ReportVerb)
 HostInstallFiles = verb('os_brick_cas.cmd.install_files',
                         'host install-files')
 TypeCreate = verb('cinder_ext.admin', 'type-create')
-TypeShow = verb('cinder_ext.admin', 'type-show')
-FenceShow = verb('cinder_ext.admin', 'fence-show')
+TypeShow = verb('cinder_ext.admin', 'type-show', ReportVerb)
+FenceShow = verb('cinder_ext.admin', 'fence-show', ReportVerb)
 FenceClear = verb('cinder_ext.admin', 'fence-clear')
 Discard = verb('cinder_ext.admin', 'discard')
 Recover = verb('cinder_ext.admin', 'recover')

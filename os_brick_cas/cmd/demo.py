@@ -35,11 +35,30 @@ from oslo_config import cfg
 
 from os_brick_cas import casadm
 from os_brick_cas import connector as connector_mod
+from os_brick_cas import exception
+from os_brick_cas import known_defects
 from os_brick_cas import modes
 from os_brick_cas import opts
+from os_brick_cas import policy as policy_mod
 import os_brick_cas.privileged
 
 CONF = cfg.CONF
+#: the simulated host's Open CAS by default: a release with no known
+#: data-loss defect, so every mode is offered as on such a real host
+SIMULATED_RELEASE = '25.12.2.0000.release'
+#: what each mode does with a volume's I/O, as the demo says it
+MODE_TEXT = {
+    'wt': 'write-through: writes reach Ceph before they are acknowledged; '
+          'reads are cached',
+    'wb': 'write-back: writes are acknowledged from the cache and reach '
+          'Ceph later (dirty data); a detach flushes them first',
+    'wa': 'write-around: writes go to Ceph (lines already cached are '
+          'updated); reads are cached',
+    'wo': 'write-only: writes are cached as in write-back, reads are not; '
+          'a detach flushes them first',
+    'pt': 'pass-through: every I/O goes straight to Ceph through the '
+          'cache instance',
+}
 SIMULATED_CACHES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
 PATTERN = (b'os-brick-cas demo pattern\n' * 158)[:4096]
 BANNER = ('SIMULATED HOST: no Open CAS kernel module / krbd here, so casadm '
@@ -58,6 +77,12 @@ def add_parser(subparsers) -> None:
                              'offset 0 (DESTROYS that data)')
     parser.add_argument('--simulate', action='store_true',
                         help='use the simulator even if Open CAS is here')
+    parser.add_argument('--simulated-release', default=SIMULATED_RELEASE,
+                        metavar='VERSION',
+                        help='simulated host: the Open CAS release its '
+                             'casadm and loaded module report (default '
+                             '%(default)s; 26.03.2.0000.release shows the '
+                             'known-defect gate refusing wb and wo)')
     parser.set_defaults(func=run)
 
 
@@ -67,7 +92,8 @@ def real_open_cas_present() -> bool:
 
 
 @contextlib.contextmanager
-def simulated_host() -> Iterator[list[tuple[str, str]]]:
+def simulated_host(release: str = SIMULATED_RELEASE
+                   ) -> Iterator[list[tuple[str, str]]]:
     """A simulated host with one cache per mode and one image per mode."""
     from os_brick_cas.simulator import fixture
     if os.geteuid() != 0:
@@ -77,6 +103,10 @@ def simulated_host() -> Iterator[list[tuple[str, str]]]:
     host = fixture.SimulatedHost(caches=SIMULATED_CACHES)
     host.setUp()
     try:
+        host.set_version(release)
+        # the known-defect gate reads the release as on a real host: from
+        # the loaded module's sys/module/cas_cache/version
+        CONF.set_override('host_root', host.host_root, group=opts.GROUP)
         conf_path = os.path.join(workdir, 'opencas.conf')
         with open(conf_path, 'w') as conf_file:
             conf_file.write('version=19.3.0\n[caches]\n' + ''.join(
@@ -141,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
         print('Open CAS found. Name volumes to try with --volume '
               'POOL/IMAGE:MODE (e.g. volumes/volume-1234:wt).')
         return 2
-    with (simulated_host() if simulate else _real_host(args)) as (
+    with (simulated_host(args.simulated_release) if simulate
+          else _real_host(args)) as (
             host, volumes):
         return _exercise(host, volumes,
                          write=simulate or args.write_test_pattern)
@@ -159,11 +190,22 @@ def _real_host(args: argparse.Namespace):
 def _exercise(host, volumes: list[tuple[str, str]], write: bool) -> int:
     connector = connector_mod.CachedRBDConnector(None)
     cas = connector.volume_cache.casadm
+    unsafe = policy_mod.CachePolicy.from_conf(CONF).unsafe_modes
+    print('Open CAS %s loaded: %s' % (
+        known_defects.loaded_version(CONF) or '(version unknown)',
+        'modes %s not offered (known data-loss defect)' % ', '.join(
+            sorted(mode.value for mode in unsafe)) if unsafe else
+        'no known data-loss defect, every mode offered'))
     attached = []
     failures = 0
     try:
         for name, mode in volumes:
             props = _props(name, mode)
+            print('%s: %s' % (mode, MODE_TEXT[mode]))
+            if modes.CacheMode(mode) in unsafe:
+                failures += _expect_refusal(connector, props,
+                                            unsafe[modes.CacheMode(mode)])
+                continue
             info = connector.connect_volume(props)
             attached.append((props, info))
             print('attached %-28s mode %s -> %s' % (name, mode,
@@ -199,6 +241,26 @@ def _exercise(host, volumes: list[tuple[str, str]], write: bool) -> int:
         'FAILED' if failures else 'passed', len(volumes),
         'SIMULATED' if host is not None else 'real'))
     return 1 if failures else 0
+
+
+def _expect_refusal(connector: connector_mod.CachedRBDConnector,
+                    props: dict, reason: exception.CasError) -> int:
+    """Attach a volume in a mode the gate withholds: 1 unless refused."""
+    try:
+        info = connector.connect_volume(props)
+    except exception.CasError:
+        found = getattr(reason, 'kwargs', {})
+        print('  %s not attached, as on a real host with this release: %s'
+              % (props['name'], 'Open CAS %s has known defect %s, which can '
+                 'lose acknowledged %s writes' % (
+                     found['version'], found['defect'], props['cache_mode'])
+                 if {'version', 'defect'} <= set(found) else
+                 str(reason).split(' (')[0]))
+        return 0
+    print('FAILED: %s attached in mode %s, which the known-defect gate '
+          'withholds' % (props['name'], props['cache_mode']))
+    connector.disconnect_volume(props, info)
+    return 1
 
 
 def main(argv: Optional[list[str]] = None) -> int:

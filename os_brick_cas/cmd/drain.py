@@ -159,6 +159,20 @@ def _drain_one(machine: lifecycle.Lifecycle, target: Target,
               flush=True)
 
 
+def undrain_needs_cinder(cinder: lifecycle.Cinder, count: int) -> str:
+    """The warning a drain without Cinder gives before it starts.
+
+    Draining without Cinder is safe (it only writes dirty data to Ceph), so
+    it goes on; but the undrain that ends the maintenance must tell Cinder
+    first and refuses until it can.
+    """
+    return ('os-brick-cas drain: warning: Cinder cannot be told (%s); the '
+            '%d volume(s) will be drained, but "os-brick-cas undrain" that '
+            'ends the maintenance refuses until it can reach Cinder: set '
+            'OS_CLOUD (clouds.yaml) or source an admin openrc before you '
+            'undrain' % (cinder.problem or 'no credentials', count))
+
+
 def run_drain(args: argparse.Namespace) -> int:
     casadm = casadm_mod.Casadm()
     try:
@@ -187,6 +201,9 @@ def run_drain(args: argparse.Namespace) -> int:
     limit = lifecycle.Deadline(bound)
     machine = lifecycle.Lifecycle(casadm)
     cinder = cinder_view(args.host)
+    if cinder.client is None and cinder.in_use:
+        print(undrain_needs_cinder(cinder, len(targets)), file=sys.stderr,
+              flush=True)
     failed = []
     for target in targets:
         try:

@@ -114,7 +114,7 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
         except (exception.FlushFailed, exception.FlushTimedOut,
                 exception.TransitionRefused, exception.LockTimedOut,
                 exception.NotDataOwner) as exc:
-            failures.append('%s: %s' % (prefix, exc))
+            failures.append('%s: %s' % (prefix, failure_text(exc, timeout)))
             elapsed = time.monotonic() - start
             print('%s: FAILED after %.1fs' % (prefix, elapsed), file=out)
             continue
@@ -122,6 +122,19 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
         print('%s: done in %.1fs, %d dirty blocks left' % (
             prefix, time.monotonic() - start, after), file=out)
     return failures
+
+
+def failure_text(exc: Exception, timeout: int) -> str:
+    """Why a core was not flushed, with what to do from this command.
+
+    A timeout is this command's ``--timeout`` (nova's ``flush_timeout``
+    only bounds detaches), so that is what to raise.
+    """
+    if isinstance(exc, exception.FlushTimedOut):
+        return ('not flushed within %ds; its dirty data stays in the cache '
+                '(nothing lost): run the flush again with a larger '
+                '--timeout' % timeout)
+    return str(exc)
 
 
 def _flush_one(casadm: casadm_mod.Casadm, core: report.CoreReport,

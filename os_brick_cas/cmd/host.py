@@ -22,11 +22,12 @@ Exit codes: 0 nothing to report, 1 drift or warnings, 2 refused/failed.
 import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, Optional
 
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas.cmd import output
 from os_brick_cas import exception
 from os_brick_cas import host_layout
 from os_brick_cas import host_layout_sizing as sizing
@@ -69,37 +70,44 @@ def _load() -> host_layout.HostLayout:
     return host_layout.load(CONF[opts.GROUP].host_layout)
 
 
-def _ram_lines(state: hostprep.HostState) -> list[str]:
+def _ram_lines(state: hostprep.HostState, raw: bool = False) -> list[str]:
+    """The Memory section: no heading without a figure under it."""
     lines = []
+    unknown = []
     for item in state.instances:
         layout = item.layout
         if item.size_bytes is None:
-            lines.append('  instance %d: size of %s unknown (not found '
-                         'under %s): RAM not estimated' % (
-                             layout.cache_id, layout.device,
-                             CONF[opts.GROUP].host_root))
+            unknown.append('%d (%s)' % (layout.cache_id, layout.device))
             continue
         lines.append('  instance %d (%s, %d KiB lines): %s cache, %s of '
                      'metadata in RAM and on the device (%.3f %%)' % (
                          layout.cache_id, layout.mode.value,
                          layout.line_size_kib,
-                         sizing.human(item.size_bytes),
-                         sizing.human(item.metadata_bytes),
+                         output.size(item.size_bytes, raw),
+                         output.size(item.metadata_bytes, raw),
                          100 * sizing.metadata_fraction(
                              layout.line_size_kib)))
+    if unknown:
+        note = ('size of instance %s unknown (no such device under %s and '
+                'no size_gib in the layout): RAM not estimated for %s' % (
+                    ', '.join(unknown), CONF[opts.GROUP].host_root,
+                    'them' if len(unknown) > 1 else 'it'))
+        if not lines:
+            return ['Memory: not estimated: %s' % note]
+        lines.append('  %s' % note)
     total = sizing.host_ram_bytes([hostprep.ram_needed(state)])
     lines.append('  Open CAS needs about %s of RAM: 1 GiB + the metadata '
                  'above (%s; estimates, a running instance shows its own '
                  '"Metadata Memory Footprint" in casadm -P)' % (
-                     sizing.human(total), SOURCE))
+                     output.size(total, raw), SOURCE))
     try:
         memory = sizing.meminfo(CONF[opts.GROUP].host_root)
     except OSError as exc:
         lines.append('  host memory unknown: %s' % exc)
     else:
         lines.append('  host: MemTotal %s, MemAvailable %s%s' % (
-            sizing.human(memory.get('MemTotal', 0)),
-            sizing.human(memory.get('MemAvailable', 0)),
+            output.size(memory.get('MemTotal', 0), raw),
+            output.size(memory.get('MemAvailable', 0), raw),
             '' if total <= memory.get('MemTotal', 0) else
             ' - THE LAYOUT NEEDS MORE RAM THAN THE HOST HAS'))
     lines.append('  nova.conf [DEFAULT] reserved_host_memory_mb = %d '
@@ -107,7 +115,7 @@ def _ram_lines(state: hostprep.HostState) -> list[str]:
                      sizing.reserved_host_memory_mb(total),
                      sizing.NOVA_RESERVED_DEFAULT_MB,
                      sizing.reserved_host_memory_mb(total, 0)))
-    return lines
+    return ['Memory:'] + lines
 
 
 def _defect_warnings(state: hostprep.HostState) -> list[str]:
@@ -137,44 +145,88 @@ def _header(state: hostprep.HostState) -> str:
                                           state.cli_version or 'unknown')
 
 
+#: ``host plan`` rows (``-f value``/``csv``/``-c``): one per instance
+PLAN_COLUMNS = ('cache_id', 'mode', 'device', 'running', 'size_bytes',
+                'metadata_bytes', 'actions', 'refusal')
+
+
+def _survey_or_layout(casadm: casadm_mod.Casadm,
+                      layout: host_layout.HostLayout, load_existing: bool
+                      ) -> tuple[hostprep.HostState, Optional[str]]:
+    """(state, why casadm was not asked): the layout alone without it."""
+    try:
+        return hostprep.survey(casadm, layout,
+                               load_existing=load_existing), None
+    except (exception.CasadmNotFound, exception.CasModuleNotLoaded) as exc:
+        return hostprep.layout_only(layout), str(exc)
+
+
 def run_plan(args: argparse.Namespace) -> int:
     casadm = casadm_mod.Casadm()
     try:
         layout = _load()
-        state = hostprep.survey(casadm, layout,
-                                load_existing=args.load_existing)
+        state, not_asked = _survey_or_layout(casadm, layout,
+                                             args.load_existing)
     except exception.CasError as exc:
         print('os-brick-cas host plan: %s' % exc, file=sys.stderr)
         return 2
-    print(_header(state))
+    raw = getattr(args, 'raw', False)
+    lines = [_header(state)]
+    if not_asked:
+        lines.append('Open CAS is not usable here (%s): sized from the '
+                     'layout alone; run plan again once it is installed to '
+                     'see what apply would do' % not_asked)
     for item in state.instances:
-        print('instance %d (%s) on %s: %s' % (
+        lines.append('instance %d (%s) on %s: %s' % (
             item.layout.cache_id, item.layout.mode.value, item.layout.device,
             'running' if item.running else 'not running'))
-        for action in item.actions:
-            print('  would %s' % action.summary)
+        lines += ['  would %s' % action.summary for action in item.actions]
         if item.refusal:
-            print('  REFUSED: %s' % item.refusal)
-        elif not item.actions:
-            print('  matches the layout')
+            lines.append('  REFUSED: %s' % item.refusal)
+        elif not item.actions and not not_asked:
+            lines.append('  matches the layout')
     for cache in state.unlisted:
-        print('instance %d (%s) on %s runs but is not in the layout: left '
-              'alone' % (cache.cache_id, cache.mode, cache.device))
+        lines.append('instance %d (%s) on %s runs but is not in the layout: '
+                     'left alone' % (cache.cache_id, cache.mode,
+                                     cache.device))
     changes = hostprep.conf_would_change(layout,
                                          CONF[opts.GROUP].opencas_conf)
-    print('%s: %s' % (CONF[opts.GROUP].opencas_conf, {
+    lines.append('%s: %s' % (CONF[opts.GROUP].opencas_conf, {
         True: 'would write the [caches] rows of the layout',
         False: 'its [caches] rows match the layout',
         None: 'cannot be read'}[changes]))
-    print('Memory:')
-    print('\n'.join(_ram_lines(state)))
+    lines += _ram_lines(state, raw)
     predictions = hostprep_drain.predict(casadm, state)
-    if predictions:
-        print('Drain time (wb/wo):')
-        for prediction in predictions:
-            print('  %s' % prediction)
-    for warning in _defect_warnings(state):
-        print(warning)
+    known = [p for p in predictions if p.cache_bytes is not None]
+    if known:
+        lines.append('Drain time (wb/wo):')
+        lines += ['  %s' % prediction for prediction in known]
+    warnings = _defect_warnings(state)
+    lines += warnings
+    document = {
+        'layout': layout.path, 'casadm': state.cli_version or None,
+        'open_cas_not_usable': not_asked,
+        'instances': [{
+            'cache_id': item.layout.cache_id,
+            'mode': item.layout.mode.value, 'device': item.layout.device,
+            'running': item.running is not None,
+            'size_bytes': item.size_bytes,
+            'metadata_bytes': item.metadata_bytes,
+            'actions': [action.summary for action in item.actions],
+            'refusal': item.refusal} for item in state.instances],
+        'unlisted': [{'cache_id': cache.cache_id, 'mode': cache.mode,
+                      'device': cache.device} for cache in state.unlisted],
+        'opencas_conf_would_change': changes,
+        'ram_bytes': sizing.host_ram_bytes([hostprep.ram_needed(state)]),
+        'drain': [str(prediction) for prediction in predictions],
+        'warnings': warnings}
+    output.emitter(args)(
+        document, PLAN_COLUMNS,
+        lambda: [tuple('; '.join(value) if isinstance(value, list) else
+                       value for value in (
+                           row[key] for key in PLAN_COLUMNS))
+                 for row in document['instances']],
+        lambda: '\n'.join(lines) + '\n')
     return 2 if state.refusals else 0
 
 
@@ -206,6 +258,7 @@ def _ram_refusal(state: hostprep.HostState) -> str:
 
 def run_apply(args: argparse.Namespace) -> int:
     casadm = casadm_mod.Casadm()
+    done: list[hostprep.Action] = []
     try:
         layout = _load()
         state = hostprep.survey(casadm, layout,
@@ -217,7 +270,6 @@ def run_apply(args: argparse.Namespace) -> int:
             print('REFUSED: %s. Nothing was changed.' % too_big,
                   file=sys.stderr)
             return 2
-        done = []
         loads = [a for a in state.actions if a.kind == 'load']
         for action in loads:
             action.run(casadm)
@@ -225,38 +277,47 @@ def run_apply(args: argparse.Namespace) -> int:
         if loads:
             state = hostprep.survey(casadm, layout)
             if state.refusals:
-                for action in done:
-                    print('changed %s' % action)
+                _print_changed(done)
                 return _refuse(state)
         for action in state.actions:
             action.run(casadm)
             done.append(action)
         conf_changed = hostprep.write_conf(layout)
     except exception.CasError as exc:
-        for action in done:
-            print('changed %s' % action)
+        _print_changed(done)
         print('os-brick-cas host apply: %s' % exc, file=sys.stderr)
         print('Stopped there.' if done else 'Nothing was changed.',
               file=sys.stderr)
         return 2
-    for action in done:
-        print('changed %s' % action)
+    changed = ['%s' % action for action in done]
     if conf_changed:
-        print('changed %s: wrote the [caches] rows of instance(s) %s' % (
+        changed.append('%s: wrote the [caches] rows of instance(s) %s' % (
             CONF[opts.GROUP].opencas_conf,
             ', '.join(str(i.cache_id) for i in layout.instances)))
-    for warning in _defect_warnings(state):
-        print(warning)
-    if not done and not conf_changed:
-        print('nothing to change: the host matches %s' % layout.path)
-        return 0
-    left = hostprep.survey(casadm, layout)
-    if left.actions or left.refusals:
-        for item in left.actions:
-            print('WARN still differs after apply: %s' % item)
-        return 1
-    print('the host matches %s now' % layout.path)
-    return 0
+    warnings = _defect_warnings(state)
+    code, result = 0, 'the host matches %s now' % layout.path
+    if not changed:
+        result = 'nothing to change: the host matches %s' % layout.path
+    else:
+        left = hostprep.survey(casadm, layout)
+        if left.actions or left.refusals:
+            warnings += ['WARN still differs after apply: %s' % item
+                         for item in left.actions]
+            code, result = 1, 'the host still differs from %s' % layout.path
+    document = {'layout': layout.path, 'changed': changed,
+                'warnings': warnings, 'result': result, 'exit_code': code}
+    output.emitter(args)(
+        document, ('change',), lambda: [(line,) for line in changed],
+        lambda: ''.join('%s\n' % line for line in
+                        ['changed %s' % line for line in changed] +
+                        warnings + ([result] if code == 0 else [])))
+    return code
+
+
+def _print_changed(done: list[hostprep.Action]) -> None:
+    """What a stopped apply had changed (stdout, before its error)."""
+    for action in done:
+        print('changed %s' % action)
 
 
 def check_findings(casadm: casadm_mod.Casadm,
@@ -295,6 +356,8 @@ def check_findings(casadm: casadm_mod.Casadm,
 
 def run_check(args: argparse.Namespace) -> int:
     casadm = casadm_mod.Casadm()
+    raw = getattr(args, 'raw', False)
+    findings: list[tuple[str, str]] = []
     try:
         layout = _load()
         if args.measure_flush:
@@ -305,22 +368,29 @@ def run_check(args: argparse.Namespace) -> int:
                     figure = hostprep_drain.measure_flush(
                         casadm, instance.cache_id)
                 except exception.CasError as exc:
-                    print('WARN instance %d: flush not measured: %s' % (
-                        instance.cache_id, exc))
+                    findings.append(('WARN', 'instance %d: flush not '
+                                             'measured: %s' % (
+                                                 instance.cache_id, exc)))
                     continue
-                print('OK   instance %d flushed %s in %.1f s: %.1f MiB/s '
-                      '(recorded)' % (instance.cache_id,
-                                      sizing.human(figure['dirty_bytes']),
-                                      figure['seconds'],
-                                      figure['rate_mib_s']))
-        findings = check_findings(casadm, layout)
+                findings.append(('OK', 'instance %d flushed %s in %.1f s: '
+                                       '%.1f MiB/s (recorded)' % (
+                                           instance.cache_id,
+                                           output.size(figure['dirty_bytes'],
+                                                       raw),
+                                           figure['seconds'],
+                                           figure['rate_mib_s'])))
+        findings += check_findings(casadm, layout)
     except exception.CasError as exc:
-        print('FAIL %s' % exc)
-        return 2
-    for level, message in findings:
-        print('%-4s %s' % (level, message))
+        findings.append(('FAIL', str(exc)))
     levels = {level for level, _ in findings}
-    return 2 if 'FAIL' in levels else 1 if 'WARN' in levels else 0
+    code = 2 if 'FAIL' in levels else 1 if 'WARN' in levels else 0
+    document = {'findings': [{'level': level, 'message': message}
+                             for level, message in findings],
+                'exit_code': code}
+    output.emitter(args)(
+        document, ('level', 'message'), lambda: findings,
+        lambda: ''.join('%-4s %s\n' % finding for finding in findings))
+    return code
 
 
 def doctor_findings(casadm: casadm_mod.Casadm,

@@ -19,7 +19,7 @@ A cliff application: its verbs are the ``os_brick_cas.cli`` entry points
 import argparse
 import logging as std_logging
 import sys
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 import warnings
 
 from cliff import app
@@ -127,6 +127,11 @@ class OsBrickCas(app.App):
             raise Stop(2)
         setup_logging(self.options)
 
+    def prepare_to_run_command(self, cmd: Any) -> None:
+        """Log lines name the verb run (``os-brick-cas flush: ...``)."""
+        if not (self.options.debug or self.options.verbose):
+            plain_log_lines(cmd.cmd_name or '')
+
     def interact(self) -> None:
         """No interactive shell: a command is required."""
         self.parser.print_usage(sys.stderr)
@@ -172,11 +177,33 @@ def setup_logging(args: argparse.Namespace) -> None:
         std_logging.DEBUG if args.debug else
         std_logging.INFO if args.verbose else std_logging.WARNING)
     if not (args.debug or args.verbose):
+        plain_log_lines()
         # the commands say in their own words when a service cannot be
         # reached; the client libraries' retries and discovery warnings
         # are for --verbose
         for name in _CLIENT_LOGGERS:
             std_logging.getLogger(name).setLevel(std_logging.ERROR)
+
+
+class PlainLine(std_logging.Formatter):
+    """A log record as one plain line: ``os-brick-cas VERB: message``.
+
+    Without -v/--debug a warning reads like the command's own messages: no
+    time, level, logger name or traceback, and never more than one line.
+    """
+
+    def __init__(self, verb: str = '') -> None:
+        super().__init__()
+        self.prefix = 'os-brick-cas %s: ' % verb if verb else 'os-brick-cas: '
+
+    def format(self, record: std_logging.LogRecord) -> str:
+        return self.prefix + ' '.join(record.getMessage().split())
+
+
+def plain_log_lines(verb: str = '') -> None:
+    """Give every handler oslo.log installed the :class:`PlainLine` form."""
+    for handler in std_logging.getLogger().handlers:
+        handler.setFormatter(PlainLine(verb))
 
 
 def parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:

@@ -24,6 +24,7 @@ from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd.checks import owners as owner_checks
 from os_brick_cas.cmd import commands
 from os_brick_cas.cmd import config
+from os_brick_cas.cmd import output
 from os_brick_cas import exception
 from os_brick_cas import policy as policy_mod
 from os_brick_cas import report
@@ -46,42 +47,52 @@ def _num(value: Optional[float]) -> str:
     return '-' if value is None else str(value)
 
 
+CACHE_HEADER = ('CACHE', 'MODE', 'STATE', 'DEVICE', 'OFFERED', 'OCCUPANCY',
+                'DIRTY', 'READ HIT')
+CORE_HEADER = ('CORE', 'VOLUME', 'DEVICE', 'STATE', 'DIRTY', 'READ HIT',
+               'WRITE HIT', 'RBD')
+
+
 def render_table(reports: list[report.CacheReport],
                  owners: Optional[dict[str, str]] = None,
-                 offered_known: bool = True) -> str:
+                 offered_known: bool = True, raw: bool = False) -> str:
     """Human-readable status, one block per cache instance.
 
     *owners* maps volume id to what Cinder's owner record says of the
     data cached here (see :func:`owner_lines`), when Cinder was asked.
+    Dirty data is in human units, in 4 KiB blocks with *raw*; columns are
+    as wide as their longest cell (by-id paths are long).
     """
     owners = owners or {}
     if not reports:
         return 'No Open CAS cache instances are running on this host.\n'
+    cache_rows = [CACHE_HEADER] + [(
+        cache.cache_id, cache.mode, cache.status, cache.device,
+        cache.configured_mode or ('no' if offered_known else '?'),
+        '-' if cache.occupancy_percent is None else
+        '%.1f%%' % cache.occupancy_percent,
+        output.dirty(cache.dirty_blocks, raw),
+        report.percent(cache.read_hit_ratio)) for cache in reports]
+    core_rows = [CORE_HEADER] + [(
+        core.core_id, core.volume_id or '(not a Cinder volume)',
+        core.exported or '-', core.status,
+        output.dirty(core.dirty_blocks, raw),
+        report.percent(core.read_hit_ratio),
+        report.percent(core.write_hit_ratio),
+        core.rbd_device or core.core_device)
+        for cache in reports for core in cache.cores]
+    # one width per column over every block, so the blocks line up too
+    cache_lines = output.align(cache_rows, right=(5, 6, 7))
+    core_lines = output.align(core_rows, right=(4, 5, 6), indent='  ')
     lines = []
-    cache_row = '%-6s %-5s %-11s %-24s %-9s %12s %12s %9s'
-    core_row = '  %-5s %-36s %-13s %-10s %10s %9s %9s  %s'
-    for cache in reports:
-        lines.append(cache_row % ('CACHE', 'MODE', 'STATE', 'DEVICE',
-                                  'OFFERED', 'OCCUPANCY', 'DIRTY',
-                                  'READ HIT'))
-        occupancy = '-' if cache.occupancy_percent is None else (
-            '%.1f%%' % cache.occupancy_percent)
-        lines.append(cache_row % (
-            cache.cache_id, cache.mode, cache.status, cache.device,
-            cache.configured_mode or ('no' if offered_known else '?'),
-            occupancy,
-            _num(cache.dirty_blocks), report.percent(cache.read_hit_ratio)))
+    next_core = 1
+    for number, cache in enumerate(reports, 1):
+        lines += [cache_lines[0], cache_lines[number]]
         if cache.cores:
-            lines.append(core_row % ('CORE', 'VOLUME', 'DEVICE', 'STATE',
-                                     'DIRTY', 'READ HIT', 'WRITE HIT',
-                                     'RBD'))
+            lines.append(core_lines[0])
         for core in cache.cores:
-            lines.append(core_row % (
-                core.core_id, core.volume_id or '(not a Cinder volume)',
-                core.exported or '-', core.status, _num(core.dirty_blocks),
-                report.percent(core.read_hit_ratio),
-                report.percent(core.write_hit_ratio),
-                core.rbd_device or core.core_device))
+            lines.append(core_lines[next_core])
+            next_core += 1
             if core.attachment:
                 lines.append('        attachment %s' % core.attachment)
             if core.volume_id in owners:
@@ -90,7 +101,8 @@ def render_table(reports: list[report.CacheReport],
                 lines.append('        drained: writes go straight to Ceph '
                              '(os-brick-cas undrain)')
         lines.append('')
-    lines.append('DIRTY is in 4 KiB blocks not yet written to Ceph.')
+    lines.append('DIRTY is %s not yet written to Ceph.' % (
+        'in 4 KiB blocks' if raw else 'the data (--raw: in 4 KiB blocks)'))
     return '\n'.join(lines) + '\n'
 
 
@@ -118,14 +130,21 @@ def owner_lines(reports: list[report.CacheReport], host: str
 
 #: one row per core (``-f value``/``csv``/``-c``)
 COLUMNS = ('cache_id', 'core_id', 'volume_id', 'state', 'dirty_blocks',
-           'device', 'drained')
+           'device', 'drained', 'mode', 'read_hit_ratio', 'write_hit_ratio',
+           'dirty_bytes')
 
 
 def _rows(reports: list[report.CacheReport]) -> list[tuple]:
-    """One row per core, :data:`COLUMNS`."""
+    """One row per core, :data:`COLUMNS` (exact numbers, for scripts)."""
     return [(core.cache_id, core.core_id, core.volume_id or '-',
              core.status, _num(core.dirty_blocks), core.exported or '-',
-             core.drained) for cache in reports for core in cache.cores]
+             core.drained, cache.mode, _num(core.read_hit_ratio),
+             _num(core.write_hit_ratio), _num(_bytes(core.dirty_blocks)))
+            for cache in reports for core in cache.cores]
+
+
+def _bytes(blocks: Optional[int]) -> Optional[int]:
+    return None if blocks is None else blocks * output.BLOCK_BYTES
 
 
 def run(args: argparse.Namespace, emit: Callable[..., None]) -> int:
@@ -151,13 +170,16 @@ def run(args: argparse.Namespace, emit: Callable[..., None]) -> int:
     for cache in document['caches']:
         if not configured:
             cache['configured_mode'] = None
+        cache['dirty_bytes'] = _bytes(cache['dirty_blocks'])
         for core in cache['cores']:
             core['owner'] = owners.get(core['volume_id'])
+            core['dirty_bytes'] = _bytes(core['dirty_blocks'])
     for note in notes:
         print('os-brick-cas status: %s' % note, file=sys.stderr)
     emit(document, COLUMNS, lambda: _rows(reports),
          lambda: _header(args.host, files) + render_table(
-             reports, owners, offered_known=bool(configured)))
+             reports, owners, offered_known=bool(configured),
+             raw=args.raw))
     return 0
 
 

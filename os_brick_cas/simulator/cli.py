@@ -26,6 +26,7 @@ import sys
 from typing import Optional
 
 from os_brick_cas.simulator import host
+from os_brick_cas.simulator import releases
 from os_brick_cas.simulator import state as state_mod
 
 
@@ -51,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help='rbd map also creates the by-id link')
     init.add_argument('--rbd-backend', choices=['file', 'ceph'],
                       default='file')
+    init.add_argument('--open-cas-release', metavar='VERSION',
+                      help='what casadm -V and the loaded module report '
+                           '(default %s)' % releases.DEFAULT_VERSION)
     image = sub.add_parser('image-create', help='create an RBD image')
     image.add_argument('spec', metavar='POOL/IMAGE')
     image.add_argument('--size', type=int, default=16, help='MiB')
@@ -84,8 +88,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.command == 'init':
         control.init(dict(args.cache), udev_by_id=args.udev_by_id,
                      rbd_backend=args.rbd_backend)
-        print('simulated host in %s; put %s first on PATH'
-              % (control.state_dir, control.bin_dir))
+        if args.open_cas_release:
+            control.set_version(args.open_cas_release)
+        print('simulated host in %s; put %s first on PATH and set '
+              '[os_brick_cas] host_root = %s (its loaded Open CAS module)'
+              % (control.state_dir, control.bin_dir, control.host_root))
     elif args.command == 'image-create':
         pool, _, image = args.spec.partition('/')
         control.create_image(pool, image, args.size)

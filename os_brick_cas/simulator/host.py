@@ -31,11 +31,14 @@ from os_brick_cas.simulator import datatrue
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults
 from os_brick_cas.simulator import rbd
+from os_brick_cas.simulator import releases
 from os_brick_cas.simulator import state as state_mod
 
 TOOLS = {'casadm': 'os_brick_cas.simulator.casadm',
          'rbd': 'os_brick_cas.simulator.rbd',
          'udevadm': 'os_brick_cas.simulator.udevadm'}
+#: the loaded module's MODULE_VERSION, under :attr:`host_root`
+MODULE_VERSION_FILE = 'sys/module/cas_cache/version'
 
 
 def _stand_in_pythonpath() -> str:
@@ -78,6 +81,7 @@ class SimulatedHostControl(object):
                      datapath={'lines': datapath_lines}
                      if datapath_lines else None)
         state_mod.write(self.state_dir, state)
+        self._publish_module_version()
         for tool, module in TOOLS.items():
             path = os.path.join(self.bin_dir, tool)
             with open(path, 'w') as wrapper:
@@ -94,6 +98,30 @@ class SimulatedHostControl(object):
     def _update(self, **settings: Any) -> None:
         with state_mod.locked(self.state_dir) as state:
             state.update(settings)
+        if {'version', 'module_loaded'} & set(settings):
+            self._publish_module_version()
+
+    @property
+    def host_root(self) -> str:
+        """This host's stand-in for ``/`` as ``[os_brick_cas] host_root``.
+
+        It holds ``sys/module/cas_cache/version`` while the module is
+        loaded: the release ``casadm -V`` reports, which the known-defect
+        gate reads as it does on a real host.
+        """
+        return os.path.join(self.state_dir, 'root')
+
+    def _publish_module_version(self) -> None:
+        state = self.state()
+        path = os.path.join(self.host_root, MODULE_VERSION_FILE)
+        if not state['module_loaded']:
+            if os.path.exists(path):
+                os.unlink(path)
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as version_file:
+            version_file.write((state.get('version') or
+                                releases.DEFAULT_VERSION) + '\n')
 
     def use_ceph(self, ceph_conf: str) -> None:
         """Map real images of the cluster of *ceph_conf* (rbd-fuse+loop).

@@ -63,7 +63,7 @@ class BenchOnRealRbdTestCase(base.CephTestCase):
         with open(os.environ.get('CEPH_BENCH_OUTPUT', '.ceph-bench.txt'),
                   'w') as output:
             output.write(table)
-        code, text = self.cli(*(argv + ['--json']))
+        code, text = self.cli(*(argv + ['-f', 'json']))
         self.assertEqual(0, code)
         results = json.loads(text)['results']
         self.assertEqual(6, len(results))
@@ -114,13 +114,13 @@ class BenchOnRealRbdTestCase(base.CephTestCase):
         self.assertGreater(self.dirty_blocks(wb_device['path']), 0)
 
     def bench_json(self, argv: list[str]) -> dict:
-        code, text = self.cli(*(argv + ['--json']))
+        code, text = self.cli(*(argv + ['-f', 'json']))
         self.assertEqual(0, code)
         return json.loads(text)
 
     @staticmethod
     def table(out: dict, labels: list[str]) -> str:
-        """The bench table (as the CLI prints it) of a --json run."""
+        """The bench table (as the CLI prints it) of a -f json run."""
         results = [{key: bench.Direction(**value)
                     if key in ('read', 'write') else value
                     for key, value in item.items()}

@@ -400,6 +400,12 @@ class FlushTestCase(CliTestCase):
         self.assertEqual(1, code)
         self.assertIn('timeout 1s', out)
         self.assertGreater(self.dirty(core), 0)
+        # main: "raise [os_brick_cas] flush_timeout", which this command
+        # does not read when --timeout is given
+        self.assertIn('not flushed within 1s; its dirty data stays in the '
+                      'cache (nothing lost): run the flush again with a '
+                      'larger --timeout', err)
+        self.assertNotIn('flush_timeout', err)
 
     def test_progress_while_the_dirty_count_falls(self):
         # main: one line before and one after, nothing in between
@@ -497,7 +503,7 @@ class BenchTestCase(CliTestCase):
     def test_json_for_machines(self):
         code, out, err = self.cli(
             'bench', '--device', self.file, '--runtime', '1',
-            '--profiles', 'randwrite-qd1', '--json')
+            '--profiles', 'randwrite-qd1', '-f', 'json')
         self.assertEqual(0, code, err)
         document = json.loads(out)
         [result] = document['results']
@@ -863,3 +869,92 @@ class ConventionsTestCase(CliTestCase):
                 ['os-brick-cas %s: must run as root (it calls casadm and '
                  'rbd)' % verb], [line.split(' (try')[0]
                                   for line in err.splitlines()], argv)
+
+
+class Issue37OutputTestCase(CliTestCase):
+    """python-openstackclient's conventions on every listing (issue 37)."""
+
+    LONG_DEVICE = ('/dev/disk/by-id/nvme-INTEL_SSDPE21K375GA_'
+                   'PHKE0000000000AAAA-part2')
+
+    def test_status_value_has_mode_hit_ratios_and_bytes(self):
+        # main: -f value had no mode and no hit ratios
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(2, core.core_id, 40)
+        self.host.record_reads(2, core.core_id, total=200, hits=150)
+        code, out, err = self.cli('status', '-f', 'value', '-c', 'volume_id',
+                                  '-c', 'mode', '-c', 'read_hit_ratio',
+                                  '-c', 'dirty_blocks', '-c', 'dirty_bytes')
+        self.assertEqual(0, code, err)
+        # cliff keeps the columns in their defined order
+        self.assertEqual([VOL_WB, '40', 'wb', '0.75', str(40 * 4096)],
+                         out.split())
+
+    def test_status_table_in_human_units_raw_on_request(self):
+        # main: dirty data only as a count of 4 KiB blocks
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(2, core.core_id, 40)
+        code, out, err = self.cli('status')
+        self.assertEqual(0, code, err)
+        [row] = [line for line in out.splitlines() if VOL_WB in line]
+        self.assertIn(' 160 KiB ', row)
+        code, out, err = self.cli('status', '--raw')
+        [row] = [line for line in out.splitlines() if VOL_WB in line]
+        self.assertNotIn('KiB', row)
+        self.assertIn(' 40 ', row)
+        self.assertIn('DIRTY is in 4 KiB blocks', out)
+
+    def test_a_long_by_id_cache_device_keeps_the_columns_aligned(self):
+        # main: fixed widths (%-24s): a by-id cache device pushed OFFERED,
+        # OCCUPANCY, DIRTY and READ HIT of its row out from under their
+        # headings
+        self.attach(VOL_WB, 'wb')
+        with base.sim_state.locked(self.host.state_dir) as state:
+            state['caches']['2']['device'] = self.LONG_DEVICE
+        code, out, err = self.cli('status')
+        self.assertEqual(0, code, err)
+        lines = out.splitlines()
+        [row] = [line for line in lines if self.LONG_DEVICE in line]
+        header = lines[lines.index(row) - 1]
+        self.assertEqual(header.index('DEVICE'), row.index(self.LONG_DEVICE))
+        offered = header.index('OFFERED')
+        self.assertEqual((' ', 'wb'),
+                         (row[offered - 1], row[offered:offered + 2]))
+        # right-aligned figures end under the end of their heading
+        self.assertEqual(len(header), len(row))
+
+    def test_every_listing_and_show_verb_takes_format_and_columns(self):
+        # main: bench had --json, host plan/apply/check, fence-show and
+        # type-show took no -f
+        for verb in ('status', 'doctor', 'owners', 'bench', 'host plan',
+                     'host apply', 'host check', 'fence-show', 'type-show'):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                code = cli.main(['help'] + verb.split())
+            self.assertEqual(0, code, verb)
+            self.assertIn('-f {', out.getvalue(), verb)
+            self.assertIn('-c COLUMN', out.getvalue(), verb)
+            self.assertIn('--raw', out.getvalue(), verb)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(io.StringIO()):
+            cli.main(['help', 'bench'])
+        self.assertNotIn('--json', out.getvalue())
+
+    def test_host_check_as_json_and_value(self):
+        layout = os.path.join(self.tmp, 'layout.yaml')
+        with open(layout, 'w') as out:
+            out.write('version: 1\ninstances:\n'
+                      '  - {id: 1, mode: wt, device: /dev/nvme0n1p1}\n')
+        self.conf.config(group='os_brick_cas', host_layout=layout)
+        code, out, err = self.cli('host', 'check', '-f', 'json')
+        document = json.loads(out)
+        self.assertEqual(code, document['exit_code'])
+        levels = [finding['level'] for finding in document['findings']]
+        self.assertTrue(levels)
+        code, out, err = self.cli('host', 'check', '-f', 'value', '-c',
+                                  'level')
+        self.assertEqual(levels, out.split())

@@ -303,6 +303,37 @@ class DrainCliTestCase(DrainBase):
                              'volume on this host: nothing to undrain\n',
                           ''), self.cli('undrain', '--all'))
 
+    def test_drain_without_cinder_warns_first_that_undrain_needs_it(self):
+        # main: the drain succeeded silently (but for WARNING log lines
+        # with time stamps and logger names) and the undrain ending the
+        # maintenance then refused
+        self.attach_volume(VOL_A, 'wb', dirty=30)
+        both = io.StringIO()
+        with contextlib.redirect_stdout(both), \
+                contextlib.redirect_stderr(both):
+            code = cli.main(['drain', '--all'])
+        self.assertEqual(0, code, both.getvalue())
+        lines = both.getvalue().splitlines()
+        self.assertIn('os-brick-cas drain: warning: Cinder cannot be told '
+                      '(no credentials', lines[0])
+        self.assertIn('"os-brick-cas undrain" that ends the maintenance '
+                      'refuses until it can reach Cinder: set OS_CLOUD',
+                      lines[0])
+        self.assertIn('volume %s: draining 30 dirty blocks' % VOL_A,
+                      lines[1])
+        # without -v, what the library logs is one plain line naming the
+        # command, like the command's own messages
+        code, out, err = self.cli('undrain', '--all')
+        self.assertEqual(1, code)
+        for line in err.splitlines():
+            self.assertRegex(line, r'^(os-brick-cas undrain: |volume )',
+                             err)
+        code, out, err = self.cli('drain', '--volume', VOL_A)
+        self.assertEqual(0, code, err)
+        for line in err.splitlines():
+            self.assertTrue(line.startswith('os-brick-cas drain: '), err)
+        self.assertNotRegex(err, r'WARNING|\d\d:\d\d:\d\d')
+
     def test_a_failed_volume_is_listed_and_the_rest_still_drained(self):
         _, _, core_a = self.attach_volume(VOL_A, 'wb', dirty=30)
         _, _, core_b = self.attach_volume(VOL_B, 'wb', dirty=12)

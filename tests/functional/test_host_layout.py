@@ -339,3 +339,48 @@ class HostLayoutTestCase(base.FunctionalTestCase):
         self.assertTrue(0 < rate <= 8 / 2.0, rate)
         self.assertIn('at %.1f MiB/s (measured' % rate, out)
         self.connector.disconnect_volume(self.props(image, 'wb'), None)
+
+    # -- plan from the layout alone (issue 37) ------------------------------
+    def without_casadm(self) -> None:
+        """PATH as on a host where Open CAS is not installed yet."""
+        empty = os.path.join(self.tmp, 'no-casadm')
+        os.makedirs(empty, exist_ok=True)
+        self.useFixture(fixtures.EnvironmentVariable(
+            'PATH', empty + os.pathsep + '/usr/bin:/bin'))
+
+    def test_plan_without_open_cas_sizes_every_instance_of_the_layout(self):
+        # main: "casadm was not found" and exit 2: nothing sized
+        self.write_layout(extra='  - id: 3\n    mode: wb\n'
+                                '    device: /dev/disk/by-id/nvme-new-part1\n'
+                                '    size_gib: 800\n')
+        self.without_casadm()
+        code, out, err = self.host_cli('plan')
+        self.assertEqual(0, code, err)
+        self.assertIn('sized from the layout alone', out)
+        self.assertIn('instance 1 (wt, 4 KiB lines): 100.0 GiB cache', out)
+        self.assertIn('instance 3 (wb, 4 KiB lines): 800.0 GiB cache, '
+                      '16.4 GiB of metadata', out)
+        self.assertIn('reserved_host_memory_mb = ', out)
+        self.assertIn('instance 3 (wb): worst-case drain', out)
+        self.assertNotIn('  would ', out)     # no actions without casadm
+        code, out, err = self.host_cli('plan', '-f', 'json')
+        sizes = {item['cache_id']: item['size_bytes']
+                 for item in __import__('json').loads(out)['instances']}
+        self.assertEqual({1: 100 * GIB, 2: 200 * GIB, 3: 800 * GIB}, sizes)
+
+    def test_no_heading_without_figures_for_devices_of_unknown_size(self):
+        # main: "Memory:" over lines saying the size is unknown, a RAM
+        # total of Open CAS's 1 GiB alone, and "Drain time (wb/wo):" over
+        # "cache size unknown, drain time not predicted"
+        for name in self.sizes:
+            os.unlink(os.path.join(self.root, 'sys/class/block/%s/size'
+                                   % name))
+        code, out, err = self.host_cli('plan')
+        self.assertEqual(0, code, err)
+        lines = out.splitlines()
+        [memory] = [line for line in lines if line.startswith('Memory')]
+        self.assertIn('Memory: not estimated: size of instance 1 '
+                      '(/dev/ram0), 2 (/dev/ram1) unknown', memory)
+        self.assertIn('no size_gib in the layout', memory)
+        self.assertNotIn('Drain time', out)
+        self.assertNotIn('Open CAS needs about', out)
