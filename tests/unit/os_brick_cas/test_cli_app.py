@@ -25,7 +25,10 @@ from os_brick_cas.cmd import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
-LISTING = ('status', 'doctor', 'owners')
+#: verbs whose output takes cliff's -f/-c (python-openstackclient's
+#: convention for every listing and show command)
+LISTING = ('status', 'doctor', 'owners', 'bench', 'host plan', 'host apply',
+           'host check', 'type-show', 'fence-show')
 
 
 def setup_cfg_verbs() -> dict[str, str]:
@@ -69,7 +72,7 @@ class CliAppTestCase(testtools.TestCase):
 
     def test_listing_verbs_take_cliffs_formats(self):
         for verb in LISTING:
-            code, out, _ = run(verb, '--help')
+            code, out, _ = run(*verb.split(), '--help')
             self.assertEqual(0, code)
             self.assertIn('-f {csv,json,table,value,yaml}', out, verb)
 
