@@ -128,8 +128,7 @@ def ensure_dir(path: str, conf: Optional[cfg.ConfigOpts] = None) -> None:
 
 def trusted_owner(info: os.stat_result,
                   conf: Optional[cfg.ConfigOpts] = None) -> bool:
-    """Whether a file's owner is root, this user, or its group the service's.
-    """
+    """Whether a file is root's, this user's or of the service group."""
     return (info.st_uid in (0, os.geteuid()) or
             info.st_gid == service_gid(conf))
 
