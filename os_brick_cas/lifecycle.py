@@ -29,8 +29,10 @@ How it holds:
   class goes), and a stronger one only *after* the host holds it and a
   fresh listing shows it (class loaded, core active, 0 dirty). If Cinder
   cannot be told, a weakening transition does not happen.
-* A journal: each in-flight transition is a small JSON file per volume
-  under ``state_path``/lifecycle, written atomically; a drain nova made
+* A journal (:mod:`os_brick_cas.lifecycle_journal`): each in-flight
+  transition is a typed, versioned record per volume under
+  ``state_path``/lifecycle, written atomically; a file there that is not
+  a valid record is quarantined and reported, never trusted; a drain nova made
   for an operation still running (live migration, snapshot, swap) stays
   recorded until that operation ends. :func:`resolve` finishes or rolls
   back what a crashed process left, before the volume is served again;
