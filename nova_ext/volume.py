@@ -218,7 +218,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
     def _resolve_unfinished(self, volume: cas_volume.RBDVolume) -> None:
         """Finish a drain or undrain a stopped process left, first."""
         record = cas_lifecycle.read_record(volume.spec)
-        if not record or record.get('state') not in (
+        if not record or record.state not in (
                 cas_lifecycle.DRAINING, cas_lifecycle.UNDRAINING):
             return
         why = cas_lifecycle.Lifecycle(

@@ -29,8 +29,10 @@ How it holds:
   class goes), and a stronger one only *after* the host holds it and a
   fresh listing shows it (class loaded, core active, 0 dirty). If Cinder
   cannot be told, a weakening transition does not happen.
-* A journal: each in-flight transition is a small JSON file per volume
-  under ``state_path``/lifecycle, written atomically; a drain nova made
+* A journal (:mod:`os_brick_cas.lifecycle_journal`): each in-flight
+  transition is a typed, versioned record per volume under
+  ``state_path``/lifecycle, written atomically; a file there that is not
+  a valid record is quarantined and reported, never trusted; a drain nova made
   for an operation still running (live migration, snapshot, swap) stays
   recorded until that operation ends. :func:`resolve` finishes or rolls
   back what a crashed process left, before the volume is served again;
@@ -42,9 +44,8 @@ admin guide's life-cycle page draws the same table.
 """
 
 import dataclasses
-import json
 import os
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -55,6 +56,7 @@ from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import identity
+from os_brick_cas import lifecycle_journal as journal
 from os_brick_cas import locks
 from os_brick_cas import opts
 from os_brick_cas import ownership
@@ -140,8 +142,8 @@ def require(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
     IO-class table is read only when the verdict depends on it.
     """
     record = read_record(spec)
-    if record and record.get('state') in (DRAINING, UNDRAINING):
-        now = record['state']
+    if record and record.state in (DRAINING, UNDRAINING):
+        now = record.state
     elif classified is not None:
         now = classified
     else:
@@ -205,14 +207,12 @@ def _owner(cinder: Cinder, volume_id: Optional[str], action: str
 
 
 # -- the journal ---------------------------------------------------------
-def journal_dir() -> str:
-    return os.path.join(CONF[opts.GROUP].state_path, 'lifecycle')
-
-
-def _journal_path(spec: rbd_names.ImageSpec) -> str:
-    return os.path.join(journal_dir(), locks.volume_lock_name(spec) +
-                        '.json')
-
+#: the journal (os_brick_cas.lifecycle_journal): typed, versioned records
+Record = journal.Record
+journal_dir = journal.journal_dir
+read_record = journal.read
+remove_record = journal.remove
+records = journal.records
 
 #: test hook: called with the step name at each journaled step
 step_hook: Optional[Callable[[str], None]] = None
@@ -221,65 +221,6 @@ step_hook: Optional[Callable[[str], None]] = None
 def _step(name: str) -> None:
     if step_hook is not None:
         step_hook(name)
-
-
-def write_record(spec: rbd_names.ImageSpec, record: dict) -> None:
-    """Write *spec*'s journal record durably (tmp + fsync + rename)."""
-    directory = journal_dir()
-    os.makedirs(directory, mode=0o2770, exist_ok=True)
-    path = _journal_path(spec)
-    tmp = path + '.tmp'
-    data = dict(record, spec=dataclasses.asdict(spec))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o660)
-    try:
-        os.write(fd, (json.dumps(data, sort_keys=True) + '\n').encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, path)
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_record(spec: rbd_names.ImageSpec) -> Optional[dict]:
-    try:
-        with open(_journal_path(spec)) as record_file:
-            return json.load(record_file)
-    except FileNotFoundError:
-        return None
-
-
-def remove_record(spec: rbd_names.ImageSpec) -> None:
-    try:
-        os.unlink(_journal_path(spec))
-    except FileNotFoundError:
-        return
-    _fsync_dir(journal_dir())
-
-
-def records() -> Iterator[tuple[rbd_names.ImageSpec, dict]]:
-    """Every journal record on this host (a half-written tmp is none)."""
-    try:
-        names = sorted(os.listdir(journal_dir()))
-    except FileNotFoundError:
-        return
-    for name in names:
-        if not name.endswith('.json'):
-            continue
-        try:
-            with open(os.path.join(journal_dir(), name)) as record_file:
-                data = json.load(record_file)
-        except (OSError, ValueError) as exc:
-            LOG.error('Unreadable life-cycle record %s: %s', name, exc)
-            continue
-        yield rbd_names.ImageSpec(**data['spec']), data
 
 
 # -- the host ------------------------------------------------------------
@@ -331,8 +272,8 @@ def _state_of(casadm: casadm_mod.Casadm, found: Optional[Located]) -> str:
 def state(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec) -> str:
     """The volume's state: an in-flight journal record wins."""
     record = read_record(spec)
-    if record and record.get('state') in (DRAINING, UNDRAINING):
-        return record['state']
+    if record and record.state in (DRAINING, UNDRAINING):
+        return record.state
     return host_state(casadm, spec)
 
 
@@ -421,17 +362,18 @@ class Lifecycle(object):
                                  % volume.label, volume.spec)
             epoch = found.epoch
             self.refuse_other_owner(volume, cinder, found, 'drain')
-            previous = read_record(volume.spec) or {}
+            previous = (read_record(volume.spec) or
+                        journal.Record(volume.spec, DRAINING))
             if now == DRAINED and holder != OPERATOR:
                 # drained before: by an operator (no record: it stays
                 # theirs), or by nova for this same operation (a retried
                 # pre-check). An operator's drain always becomes theirs.
-                holder = previous.get('holder', OPERATOR)
-            record = dict(previous, state=DRAINING, phase='host',
-                          origin=now, volume_id=volume.volume_id,
-                          epoch=epoch, host=cinder.host, holder=holder,
-                          instance=instance or previous.get('instance'))
-            write_record(volume.spec, record)
+                holder = previous.holder or OPERATOR
+            record = previous.replace(
+                state=DRAINING, phase='host', origin=now,
+                volume_id=volume.volume_id, epoch=epoch, host=cinder.host,
+                holder=holder, instance=instance or previous.instance)
+            journal.write(record)
             _step('drain:journaled')
             try:
                 dirty = self.casadm.dirty_blocks(found.core)
@@ -446,7 +388,7 @@ class Lifecycle(object):
             except Exception:
                 self._settle(volume.spec, record, DRAINED)
                 raise
-            write_record(volume.spec, dict(record, phase='cinder'))
+            journal.write(record.replace(phase='cinder'))
             _step('drain:telling')
             result = self._record_drained(volume, cinder, epoch, dirty)
             _step('drain:told')
@@ -454,12 +396,13 @@ class Lifecycle(object):
             return result
 
     @staticmethod
-    def _settle(spec: rbd_names.ImageSpec, record: dict, to: str) -> None:
+    def _settle(spec: rbd_names.ImageSpec, record: journal.Record,
+                to: str) -> None:
         """End a transition: keep nova's hold, drop an operator's."""
-        if record.get('holder') in (None, OPERATOR):
+        if record.holder in (None, OPERATOR):
             remove_record(spec)
         else:
-            write_record(spec, dict(record, state=to, phase=None))
+            journal.write(record.replace(state=to, phase=None))
 
     def refuse_other_owner(self, volume: Volume, cinder: Cinder,
                            found: Located, action: str) -> None:
@@ -533,7 +476,7 @@ class Lifecycle(object):
             self._resolve_locked(volume.spec, cinder, limit)
             if holder is not None:
                 record = read_record(volume.spec)
-                if not record or record.get('holder') != holder:
+                if not record or record.holder != holder:
                     return False
             return self._undrain_locked(volume, cinder, limit, retake)
 
@@ -562,9 +505,11 @@ class Lifecycle(object):
             remove_record(volume.spec)
             return False
         previous = read_record(volume.spec)
-        write_record(volume.spec, dict(
-            previous or {}, state=UNDRAINING, volume_id=volume.volume_id,
-            host=cinder.host, phase='cinder' if cinder_told else 'host'))
+        journal.write((previous or journal.Record(volume.spec, UNDRAINING)
+                       ).replace(state=UNDRAINING,
+                                 volume_id=volume.volume_id,
+                                 host=cinder.host,
+                                 phase='cinder' if cinder_told else 'host'))
         _step('undrain:journaled')
         if cinder_told:
             try:
@@ -577,7 +522,7 @@ class Lifecycle(object):
                 elif previous is None:
                     remove_record(volume.spec)
                 else:
-                    write_record(volume.spec, previous)
+                    journal.write(previous)
                 raise
         _step('undrain:told')
         self.drains.undrain_fresh(found.cache.cache_id, found.core.core_id,
@@ -632,21 +577,20 @@ class Lifecycle(object):
                         limit: Deadline, quiet: bool = False
                         ) -> Optional[str]:
         record = read_record(spec)
-        if not record or record.get('state') not in (DRAINING, UNDRAINING):
+        if not record or record.state not in (DRAINING, UNDRAINING):
             return None
-        volume = Volume(spec, record.get('volume_id'))
+        volume = Volume(spec, record.volume_id)
         LOG.warning('Volume %(vol)s: resolving a %(state)s left by a '
                     'process that stopped; it goes back to caching',
-                    {'vol': volume.label, 'state': record['state']})
-        if record['state'] == DRAINING and record.get('origin') == DRAINED:
+                    {'vol': volume.label, 'state': record.state})
+        if record.state == DRAINING and record.origin == DRAINED:
             # a repeated drain: back to where it started, still drained
             # (the host is at least as strong as before)
             self._settle(spec, record, DRAINED)
             return None
         # a drain from caching that never asked Cinder rolls back without
         # it; anything else weakens Cinder first
-        told = not (record['state'] == DRAINING and
-                    record.get('phase') == 'host')
+        told = not (record.state == DRAINING and record.phase == 'host')
         try:
             self._undrain_locked(volume, cinder, limit, retake=False,
                                  rolling_back=True, cinder_told=told)
@@ -660,13 +604,13 @@ class Lifecycle(object):
                     ) -> dict[str, str]:
         """Resolve every unfinished transition; {volume: why not}."""
         unresolved = {}
-        for spec, record in list(records()):
+        for record in list(records()):
             try:
-                why = self.resolve(spec, cinder, limit)
+                why = self.resolve(record.spec, cinder, limit)
             except exception.CasError as exc:
                 why = str(exc)
             if why:
-                unresolved[record.get('volume_id') or spec.image] = why
+                unresolved[record.volume_id or record.spec.image] = why
         return unresolved
 
     # the marker only -------------------------------------------------------
@@ -719,29 +663,40 @@ class Lifecycle(object):
         self.drain(volume, cinder, limit, holder=holder, instance=instance)
         return reason
 
-    def held(self, holder: Optional[str] = None) -> list[dict]:
+    def held(self, holder: Optional[str] = None) -> list[journal.Record]:
         """Drains nova holds for an operation still running (journal)."""
-        return [dict(record, spec=spec) for spec, record in records()
-                if record.get('state') == DRAINED and
-                record.get('holder') not in (None, OPERATOR) and
-                holder in (None, record.get('holder'))]
+        return [record for record in records()
+                if record.state == DRAINED and
+                record.holder not in (None, OPERATOR) and
+                holder in (None, record.holder)]
 
     def forget(self, spec: rbd_names.ImageSpec) -> None:
         """Drop a finished hold (the operation ended elsewhere)."""
         record = read_record(spec)
-        if record and record.get('state') == DRAINED:
+        if record and record.state == DRAINED:
             remove_record(spec)
 
 
 # -- drift -------------------------------------------------------------------
+#: Drift kinds that are not a difference but a comparison not made
+UNCHECKED = 'unchecked'
+#: a journal file that is not a valid record (moved into the quarantine)
+QUARANTINE = 'quarantine'
+
+
 @dataclasses.dataclass(frozen=True)
 class Drift:
-    """A core whose real state differs from its record."""
+    """A core whose real state differs from its record.
+
+    Kind UNCHECKED: a comparison that could not be made (casadm or Cinder
+    did not answer), with the reason; never to be read as "matches".
+    """
 
     volume: str
     problem: str
     action: str
-    #: 'table', 'gone-class', 'inactive', 'marker', 'held' or 'journal'
+    #: 'table', 'gone-class', 'inactive', 'marker', 'held', 'journal',
+    #: 'quarantine' or 'unchecked'
     kind: str = 'table'
 
 
@@ -753,91 +708,131 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None,
 
     Hand-loaded IO-class rules, drain classes of cores that do not exist,
     inactive cores, unfinished transitions, drains nova holds (journal)
-    that the host does not hold, and (with *cinder*) a marker that says
-    "drained" for a core that is not. *caches* and *tables* (IO-class
-    tables by instance): a listing the caller already has (the exporter's
-    scrape); what is missing is asked of casadm.
+    that the host does not hold, journal files quarantined as invalid,
+    and (with *cinder*) a marker that says "drained" for a core that is
+    not. A comparison that could not be made is an UNCHECKED entry with
+    the reason, never left out. *caches* and *tables* (IO-class tables by
+    instance): a listing the caller already has (the exporter's scrape);
+    what is missing is asked of casadm.
     """
     found: list[Drift] = []
     if caches is None:
         caches = casadm.list_caches()
     tables = dict(tables or {})
     for cache in caches:
-        try:
-            if cache.cache_id not in tables:
+        if cache.cache_id not in tables:
+            try:
                 tables[cache.cache_id] = casadm.list_io_classes(
                     cache.cache_id)
-        except exception.CasError:
-            continue
-        table = tables[cache.cache_id]
-        drained = drain_mod.drained_cores(table)
-        if len(drained) > 32 or table != drain_mod.compose(drained):
-            found.append(Drift(
-                'cache instance %d' % cache.cache_id,
-                'its IO-class table is not the one os-brick-cas composes '
-                '(loaded by hand?): %s' % ', '.join(
-                    '%d:%s:%s' % (c.class_id, c.name, c.allocation)
-                    for c in table),
-                'run "os-brick-cas drain" or "undrain" on a volume of it: '
-                'the table is composed again from this host\'s state',
-                'table'))
-        existing = {core.core_id for core in cache.cores}
-        for core_id in sorted(drain_mod.drained_cores(table) - existing):
-            found.append(Drift(
-                'cache instance %d' % cache.cache_id,
-                'drain class of core %d, which does not exist' % core_id,
-                'harmless until a core gets id %d; the next attach drops it'
-                % core_id, 'gone-class'))
-        for core in cache.cores:
-            named = rbd_names.parse_link_name(os.path.basename(core.device))
-            label = core.device
-            if not core.active:
+            except exception.CasError as exc:
                 found.append(Drift(
-                    label, 'core %d of instance %d is inactive: it may hold '
-                           'the newest data' % (core.core_id, cache.cache_id),
-                    'attach the volume on this host again (or detach it: '
-                    'the detach flushes it); see "os-brick-cas owners"',
-                    'inactive'))
-            if named is None or cinder is None or cinder.client is None:
+                    'cache instance %d' % cache.cache_id,
+                    'its IO-class table could not be read (%s): its cores '
+                    'were not compared' % exc,
+                    'check casadm (doctor\'s casadm check), then again',
+                    UNCHECKED))
                 continue
-            volume_id = _volume_id(named)
-            if volume_id is None:
-                continue
-            try:
-                owner = cinder.client.owner(volume_id)
-            except Exception:
-                continue
-            if (owner is not None and owner.drained and
-                    owner.host == cinder.host):
-                reason = not_drained_reason(casadm, named, caches, tables)
-                if reason:
-                    found.append(Drift(
-                        volume_id, 'Cinder records it drained, but %s'
-                        % reason,
-                        'run "os-brick-cas drain --volume %s" (or '
-                        '"undrain") so Cinder and this host agree'
-                        % volume_id, 'marker'))
-    for spec, record in records():
-        label = record.get('volume_id') or spec.image
-        if record.get('state') in (DRAINING, UNDRAINING):
+        found += _cache_drift(casadm, cinder, cache, caches, tables)
+    for record in records():
+        label = record.volume_id or record.spec.image
+        if record.state in (DRAINING, UNDRAINING):
             found.append(Drift(
-                label, 'a %s was interrupted' % record['state'],
+                label, 'a %s was interrupted' % record.state,
                 'run "os-brick-cas undrain --volume %s" (or restart '
                 'nova-compute): it finishes by the safe order' % label,
                 'journal'))
-        elif record.get('state') == DRAINED:
+        elif record.state == DRAINED:
             try:
-                reason = not_drained_reason(casadm, spec, caches, tables)
-            except exception.CasError:
+                reason = not_drained_reason(casadm, record.spec, caches,
+                                            tables)
+            except exception.CasError as exc:
+                found.append(Drift(
+                    label, 'nova holds it drained for a %s, but whether '
+                    'the host holds the drain could not be read (%s)'
+                    % (record.holder, exc),
+                    'check casadm, then again', UNCHECKED))
                 continue
             if reason:
                 found.append(Drift(
                     label, 'nova holds it drained for a %s (Cinder may '
-                    'record it drained), but %s' % (record.get('holder'),
-                                                    reason),
+                    'record it drained), but %s' % (record.holder, reason),
                     'run "os-brick-cas drain --volume %s" on this host (or '
                     'wait for nova-compute\'s periodic task, which drains '
                     'it again)' % label, 'held'))
+    for bad in journal.quarantined():
+        found.append(Drift(
+            bad.path, 'a life-cycle journal file that is not a valid record '
+            '(%s) was set aside; the host\'s own state decides for its '
+            'volume' % bad.reason,
+            'look at it (who wrote it?), then remove it', QUARANTINE))
+    return found
+
+
+def _cache_drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder],
+                 cache: casadm_mod.CacheInstance,
+                 caches: list[casadm_mod.CacheInstance],
+                 tables: dict[int, list[casadm_mod.IoClass]]
+                 ) -> list[Drift]:
+    """drift() of one cache instance whose IO-class table was read."""
+    found = []
+    table = tables[cache.cache_id]
+    drained = drain_mod.drained_cores(table)
+    if len(drained) > 32 or table != drain_mod.compose(drained):
+        found.append(Drift(
+            'cache instance %d' % cache.cache_id,
+            'its IO-class table is not the one os-brick-cas composes '
+            '(loaded by hand?): %s' % ', '.join(
+                '%d:%s:%s' % (c.class_id, c.name, c.allocation)
+                for c in table),
+            'run "os-brick-cas drain" or "undrain" on a volume of it: '
+            'the table is composed again from this host\'s state',
+            'table'))
+    existing = {core.core_id for core in cache.cores}
+    for core_id in sorted(drained - existing):
+        found.append(Drift(
+            'cache instance %d' % cache.cache_id,
+            'drain class of core %d, which does not exist' % core_id,
+            'harmless until a core gets id %d; the next attach drops it'
+            % core_id, 'gone-class'))
+    for core in cache.cores:
+        named = rbd_names.parse_link_name(os.path.basename(core.device))
+        if not core.active:
+            found.append(Drift(
+                core.device, 'core %d of instance %d is inactive: it may '
+                'hold the newest data' % (core.core_id, cache.cache_id),
+                'attach the volume on this host again (or detach it: '
+                'the detach flushes it); see "os-brick-cas owners"',
+                'inactive'))
+        if named is None or cinder is None or cinder.client is None:
+            continue
+        volume_id = _volume_id(named)
+        if volume_id is None:
+            continue
+        try:
+            owner = cinder.client.owner(volume_id)
+        except Exception as exc:
+            found.append(Drift(
+                volume_id, 'Cinder\'s fence marker could not be read (%s): '
+                'not compared with this host' % exc,
+                'check the Cinder credentials and that Cinder answers',
+                UNCHECKED))
+            continue
+        if (owner is not None and owner.drained and
+                owner.host == cinder.host):
+            try:
+                reason = not_drained_reason(casadm, named, caches, tables)
+            except exception.CasError as exc:
+                found.append(Drift(
+                    volume_id, 'Cinder records it drained, but whether this '
+                    'host holds the drain could not be read (%s)' % exc,
+                    'check casadm, then again', UNCHECKED))
+                continue
+            if reason:
+                found.append(Drift(
+                    volume_id, 'Cinder records it drained, but %s' % reason,
+                    'run "os-brick-cas drain --volume %s" (or '
+                    '"undrain") so Cinder and this host agree'
+                    % volume_id, 'marker'))
     return found
 
 

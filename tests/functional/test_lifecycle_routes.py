@@ -141,7 +141,7 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.assertTrue(self.pinned(self.core_of(VOL_A)))
         self.assertEqual(0, self.dirty(self.core_of(VOL_A)))
         self.assertEqual(lifecycle.LIVE_MIGRATION,
-                         lifecycle.read_record(subject.spec)['holder'])
+                         lifecycle.read_record(subject.spec).holder)
         self.assert_cinder_no_stronger_than_host(VOL_A)
 
     def test_detach_of_a_drained_core_inactive_after_a_reboot(self):

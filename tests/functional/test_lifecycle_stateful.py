@@ -290,10 +290,10 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             """nova's periodic task: the operations all ended here."""
             for record in self.machine.held():
                 self.attempt(self.machine.undrain,
-                             lifecycle.Volume(record['spec'],
-                                              record['volume_id']),
+                             lifecycle.Volume(record.spec,
+                                              record.volume_id),
                              self.view(), lifecycle.deadline(10),
-                             retake=False, holder=record['holder'])
+                             retake=False, holder=record.holder)
 
         # -- invariants -------------------------------------------------------
         @stateful.invariant()
