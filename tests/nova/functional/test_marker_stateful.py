@@ -62,6 +62,7 @@ import os
 import re
 import sys
 import time
+import uuid
 from typing import Any, Callable, Optional
 from unittest import mock
 
@@ -115,7 +116,6 @@ KNOWN_VIOLATIONS: dict[str, dict[str, str]] = {
     },
 }
 
-_names = itertools.count()
 _attachments = itertools.count()
 #: steps checked by the invariants over all examples
 STEPS = [0]
@@ -171,13 +171,15 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
             self.casadm = casadm.Casadm()
             self.subjects = []
             for _ in range(VOLUMES):
-                name = 'volume-%08d-0000-0000-0000-000000000000' % next(
-                    _names)
-                volume_id = name[len('volume-'):]
+                # by-id links live in the machine's one /dev/disk/by-id:
+                # names no other run (another worktree's) uses
+                volume_id = str(uuid.uuid4())
+                name = 'volume-' + volume_id
                 props = test.props(test.image(name), 'wb',
                                    volume_id=volume_id)
                 self.subjects.append(Subject(props, volume_id))
             self.other_attachments = itertools.count()
+            self.last_refusal: Optional[BaseException] = None
             self.restart()
 
         # -- the world ----------------------------------------------------
@@ -187,10 +189,8 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
         def restart(self) -> None:
             """A new nova-compute or CLI process: it resolves what it finds.
 
-            Its own Cinder calls are not the faulty ones: the faults were
-            for the process that died (the queue is cleared).
+            Its Cinder calls meet the fates still queued.
             """
-            self.cinder.faults.clear()
             self.machine = lifecycle.Lifecycle(casadm.Casadm())
             self.call(self.machine.resolve_all, self.view(),
                       lifecycle.deadline(20))
@@ -221,9 +221,12 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
                 return True
             except Killed:
                 lifecycle.step_hook = None
+                # the fates were for the process that died
+                self.cinder.faults.clear()
                 self.restart()
-            except REFUSALS:
-                pass
+            except REFUSALS as exc:
+                #: what the last refused call said (for a reader)
+                self.last_refusal = exc
             except Exception as exc:
                 raise AssertionError(
                     'E: %s raised %s: %s (not a refusal)' % (
@@ -456,6 +459,19 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
                     self.check_i5(index, found, dirty, owner)
                     self.check_g(index, subject, dirty)
 
+        def assert_drained_in_cinder(self, index: int) -> None:
+            owner = self.cinder.owner(self.subjects[index].volume_id)
+            assert owner is not None and owner.drained, (
+                'not drained in Cinder (%s); last refusal: %s' % (
+                    owner, self.last_refusal))
+
+        def dirty_here(self, index: int) -> tuple[int, Optional[str]]:
+            """(dirty blocks of the volume's core here, its attachment)."""
+            found = self.located(index)
+            if found is None:
+                return 0, None
+            return self.sim_dirty(found.core), found.epoch
+
         def check_i1(self, index: int, found: lifecycle.Located,
                      dirty: int, owner) -> None:
             if owner is None or not owner.drained or owner.host != HOST:
@@ -586,6 +602,72 @@ class MarkerStatefulTestCase(base.FunctionalTestCase):
     def test_corrupt_journal_records_are_never_fatal(self):
         """The same, and records a disk error or a newer release left."""
         self.run_machine(corrupt_journal=True, examples=1, steps=12)
+
+    # -- named sequences: the paths the fixed seed may not reach ---------
+    def run_sequence(self, *steps: tuple[str, dict],
+                     corrupt_journal: bool = False):
+        """Run *steps* (rule name, arguments), the invariant after each.
+
+        Returns the machine after its last step (torn down on cleanup).
+        """
+        machine = machine_for(self, corrupt_journal)()
+        self.addCleanup(machine.teardown)
+        machine.cinder_is_never_stronger_than_this_host()
+        for name, arguments in steps:
+            getattr(machine, name)(**arguments)
+            machine.cinder_is_never_stronger_than_this_host()
+        return machine
+
+    def assert_dirty_here(self, machine, index: int) -> None:
+        dirty, _epoch = machine.dirty_here(index)
+        self.assertGreater(dirty, 0, 'the sequence left no dirty core')
+
+    def test_local_delete_leaves_a_dirty_core_the_guards_refuse(self):
+        """An available volume whose orphaned core here is dirty (G)."""
+        machine = self.run_sequence(
+            ('nova_attaches', {'index': 0, 'another': False}),
+            ('guest_writes', {'index': 0, 'blocks': 7}),
+            ('server_deleted_while_host_down', {'index': 0}))
+        self.assert_dirty_here(machine, 0)
+        self.assertEqual('available', machine.cinder_record(
+            machine.subjects[0]).status)
+
+    def test_new_attachment_over_an_orphaned_dirty_core(self):
+        """Re-attach with another attachment after a local delete."""
+        machine = self.run_sequence(
+            ('nova_attaches', {'index': 0, 'another': False}),
+            ('guest_writes', {'index': 0, 'blocks': 7}),
+            ('server_deleted_while_host_down', {'index': 0}),
+            ('nova_attaches', {'index': 0, 'another': True}),
+            ('guest_writes', {'index': 0, 'blocks': 3}),
+            ('nova_detaches', {'index': 0}))
+        # the detach wrote what it owned, or kept core and marker
+        dirty, _epoch = machine.dirty_here(0)
+        if dirty:
+            self.assertIsNotNone(machine.cinder.owner(
+                machine.subjects[0].volume_id))
+        self.assertIsNone(machine.subjects[0].attachment,
+                          machine.last_refusal)
+
+    def test_nova_compute_killed_right_after_its_marker_set(self):
+        """Cinder names this host; nova-compute died before the core."""
+        machine = self.run_sequence(
+            ('cinder_misbehaves', {'fates': ['killed'], 'skip': 1}),
+            ('nova_attaches', {'index': 0, 'another': False}),
+            ('nova_attaches', {'index': 0, 'another': False}),
+            ('guest_writes', {'index': 0, 'blocks': 7}))
+        self.assert_dirty_here(machine, 0)
+
+    def test_reattach_after_drain_whose_marker_clear_fails(self):
+        """Issue 32's first class, through nova_ext and a reboot."""
+        self.run_sequence(
+            ('nova_attaches', {'index': 0, 'another': False}),
+            ('guest_writes', {'index': 0, 'blocks': 7}),
+            ('operator_drains_or_undrains', {'index': 0, 'undrain': False,
+                                             'crash_at': None}),
+            ('cinder_misbehaves', {'fates': ['error'], 'skip': 0}),
+            ('host_reboots', {}),
+            ('guest_writes', {'index': 0, 'blocks': 7}))
 
     def run_machine(self, corrupt_journal: bool, examples: int,
                     steps: int) -> None:
