@@ -16,6 +16,9 @@ While a write-back/write-only volume is attached, the newest data may live
 only in the compute host's Open CAS cache: the RBD image is stale until the
 host flushes it at detach. Snapshots, backups and clones taken from the
 image then would silently miss the newest writes, so they are refused.
+The same holds, whatever the attach status, while the volume's fence
+marker names a host: its cache may still hold such writes (an orphaned
+dirty core), until that host flushes them or they are declared lost.
 
 The fence marker's keys are admin metadata, which cinder loads only for
 admin contexts: :func:`read_marker` is the one place that reads them, from
@@ -65,15 +68,18 @@ def is_attached(volume: Any) -> bool:
 
 def refuse_if_dirty_capable(volume: Any, operation: str,
                             allow_drained: bool = False) -> None:
-    """Refuse *operation* on an attached write-back/write-only volume.
+    """Refuse *operation* while a host may hold writes Ceph lacks.
 
-    With *allow_drained*, a volume whose owning attachment drained it
-    (Ceph has every acknowledged write, and no write can get dirty) is
-    allowed: e.g. nova's snapshot of a volume-backed server, which drains
-    under the guest's quiesce.
+    That is an attached write-back/write-only volume, and any volume
+    whose fence marker names a host, whatever its type and attach status
+    say now (:func:`refuse_if_marked`). With *allow_drained*, a volume
+    whose owning attachment drained it (Ceph has every acknowledged
+    write, and no write can get dirty) is allowed: e.g. nova's snapshot
+    of a volume-backed server, which drains under the guest's quiesce.
     """
     spec = cache_spec(volume)
     if not (spec.holds_dirty_data and is_attached(volume)):
+        refuse_if_marked(volume, operation, allow_drained=allow_drained)
         return
     if allow_drained and is_drained(volume):
         return
@@ -87,6 +93,38 @@ def refuse_if_dirty_capable(volume: Any, operation: str,
         'server), detach it (which flushes the cache), or use a '
         "write-through ('wt') volume type." % {
             'op': operation, 'vol': volume.id, 'mode': spec.mode}))
+
+
+def refuse_if_marked(volume: Any, operation: str,
+                     allow_drained: bool = False) -> None:
+    """Refuse *operation* on a volume whose fence marker names a host.
+
+    The marker, not the attach status, says whether a host may hold
+    writes Ceph lacks: an *available* volume keeps it while the orphaned
+    dirty core of a deleted server or a force-detach is still on that
+    host, and a volume retyped to write-through keeps it until that
+    host's core is flushed. With *allow_drained*, a marker whose own,
+    current attachment drained the volume is allowed (see
+    :func:`is_drained`).
+    """
+    marker = read_marker(volume)
+    if not marker.host:
+        return
+    if allow_drained and is_drained(volume, marker):
+        return
+    raise exception.InvalidVolume(reason=(
+        'cannot %(op)s volume %(vol)s: its fence marker names host '
+        '%(host)s (attachment %(epoch)s), whose Open CAS cache may hold '
+        'writes that are not in Ceph yet, whatever the volume\'s status '
+        'says (e.g. the orphaned dirty core a deleted server or a '
+        'force-detach left there). If it is attached there, detach it '
+        'cleanly. Otherwise, on %(host)s, write that data to Ceph: '
+        "'os-brick-cas recover --volume %(vol)s'; only if %(host)s is lost "
+        "for good, declare its data lost: 'os-brick-cas fence-clear "
+        "%(vol)s --host-lost' (and, should it return, drop the data there: "
+        "'os-brick-cas discard --volume %(vol)s --yes')." % {
+            'op': operation, 'vol': volume.id, 'host': marker.host,
+            'epoch': marker.epoch or '(not recorded)'}))
 
 
 def refuse_cache_change_while_attached(volume: Any,

@@ -79,6 +79,9 @@ class CachedRBDDriver(rbd.RBDDriver):
     def retype(self, context: Any, volume: Any, new_type: Any, diff: Any,
                host: Any):
         guards.refuse_cache_change_while_attached(volume, new_type)
+        # when the driver refuses, cinder migrates: a copy of the stale
+        # image, as the API's refusal of a fenced volume's retype says
+        guards.refuse_if_marked(volume, 'retype')
         return super().retype(context, volume, new_type, diff, host)
 
     def extend_volume(self, volume: Any, new_size: Any) -> None:

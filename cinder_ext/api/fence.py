@@ -21,10 +21,10 @@ live migration, whose destination then takes the marker over). Cinder has
 no API to write admin metadata, so this extension provides one, which a
 volume's owner cannot change. Who may set, clear and see the marker is
 oslo.policy (:mod:`cinder_ext.policies`, default: admin or service role),
-overridable in cinder's policy file. The same extension refuses snapshots
-and backups of attached write-back volumes, and retype/migration/unmanage
-of fenced volumes, synchronously (400) at the API
-(:mod:`cinder_ext.api.sync_guards`).
+overridable in cinder's policy file. The same extension refuses snapshots,
+backups and clones of attached write-back volumes and of fenced volumes
+(attached or not), and retype/migration/unmanage of fenced volumes,
+synchronously (400) at the API (:mod:`cinder_ext.api.sync_guards`).
 
 A change is a compare-and-swap when the body names the record the caller
 read, ``'expect': {'host': ..., 'epoch': ... or null, 'drained': ...}``
@@ -299,6 +299,8 @@ class Fence(extensions.ExtensionDescriptor):
                     self, 'snapshots', sync_guards.SnapshotGuardController()),
                 extensions.ControllerExtension(
                     self, 'backups', sync_guards.BackupGuardController()),
+                extensions.ControllerExtension(
+                    self, 'volumes', sync_guards.CloneGuardController()),
                 extensions.ControllerExtension(
                     self, 'volumes',
                     sync_guards.FencedVolumeGuardController())]

@@ -12,8 +12,10 @@
 
 """Refusals cinder must give at the API, before anything is scheduled.
 
-* Snapshots and backups of attached write-back volumes. The driver
-  refuses them too, but only asynchronously: the snapshot then goes to
+* Snapshots, backups and clones of attached write-back volumes, and of
+  any volume whose fence marker names a host (an available volume keeps
+  it while that host holds an orphaned dirty core). The driver refuses
+  them too, but only asynchronously: the snapshot then goes to
   ``error`` after the API said 202, and nova's snapshot of a volume-backed
   server records an image that points at that errored snapshot.
 * Retype, migration and unmanage of a volume whose fence marker is set
@@ -40,13 +42,20 @@ class _GuardController(wsgi.Controller):
 
     operation = ''
     body_key = ''
+    #: the key of the request's object that names the volume read
+    volume_key = 'volume_id'
+    #: a drain by the marker's current attachment makes it consistent
+    allow_drained = True
 
     def __init__(self):
         super().__init__()
         self.volume_api = cinder_volume.API()
 
     def _refuse(self, req: Any, body: Any) -> None:
-        volume_id = ((body or {}).get(self.body_key) or {}).get('volume_id')
+        request = (body or {}).get(self.body_key)
+        if not isinstance(request, dict):
+            return  # cinder's own schema validation answers
+        volume_id = request.get(self.volume_key)
         if not isinstance(volume_id, str):
             return  # cinder's own schema validation answers
         context = req.environ['cinder.context']
@@ -56,7 +65,7 @@ class _GuardController(wsgi.Controller):
             return  # cinder's own controller answers 404
         try:
             guards.refuse_if_dirty_capable(volume, self.operation,
-                                           allow_drained=True)
+                                           allow_drained=self.allow_drained)
         except exception.InvalidVolume as exc:
             raise webob.exc.HTTPBadRequest(explanation=exc.msg)
 
@@ -74,6 +83,22 @@ class SnapshotGuardController(_GuardController):
 class BackupGuardController(_GuardController):
     operation = 'back up'
     body_key = 'backup'
+
+    @wsgi.extends
+    def create(self, req: Any, body: Any) -> Iterator[None]:
+        self._refuse(req, body)
+        yield
+
+
+class CloneGuardController(_GuardController):
+    """A new volume whose source is a volume (a clone)."""
+
+    operation = 'clone'
+    body_key = 'volume'
+    volume_key = 'source_volid'
+    # the driver's clone allows no drain either: a drain is kept for the
+    # operations nova quiesces the guest for
+    allow_drained = False
 
     @wsgi.extends
     def create(self, req: Any, body: Any) -> Iterator[None]:

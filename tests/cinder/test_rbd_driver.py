@@ -48,8 +48,8 @@ def specs(mode=None, cacheable=True, **extra):
 FSID = '0f2ce6a4-6b4e-4d0b-9c1e-3c7a3f0e2b11'
 
 
-@ddt.ddt
-class CachedRBDDriverTestCase(test.TestCase):
+class DriverTestBase(test.TestCase):
+    """cinder_ext's driver over mocked rados, volumes in cinder's DB."""
 
     def setUp(self):
         super().setUp()
@@ -81,6 +81,9 @@ class CachedRBDDriverTestCase(test.TestCase):
             admin_metadata=admin_metadata)
         return objects.Volume.get_by_id(ctxt or self.context, volume.id)
 
+
+@ddt.ddt
+class CachedRBDDriverTestCase(DriverTestBase):
     @ddt.data('wt', 'wb', 'wa', 'wo', 'pt')
     def test_connection_info_per_mode(self, mode):
         volume = self.volume(specs(mode))
@@ -264,3 +267,102 @@ class CachedRBDDriverTestCase(test.TestCase):
             volume.status = 'available'
             self.driver.extend_volume(volume, 20)
             extend.assert_called_once_with(volume, 20)
+
+
+@ddt.ddt
+class MarkedAvailableVolumeTestCase(DriverTestBase):
+    """Issue 32 (3): the marker protects a volume, not its attach status.
+
+    An available write-back volume whose marker still names a host (the
+    orphaned dirty core a deleted server or a force-detach leaves), or a
+    volume retyped since to write-through or uncached: snapshot, clone,
+    backup and retype are refused in the driver too (cinder calls it for
+    paths the API extension does not see, e.g. a backup's temporary
+    snapshot), with what to do.
+    """
+
+    MARKER = {guards.FENCE_KEY: 'cmp1', guards.FENCE_EPOCH_KEY: ATT0}
+
+    def marked(self, mode='wb', status='available', ctxt=None):
+        return self.volume(specs(mode, cacheable=bool(mode)), status=status,
+                           admin_metadata=dict(self.MARKER), ctxt=ctxt)
+
+    def assert_refused(self, volume, call, *args):
+        exc = self.assertRaises(exception.InvalidVolume, call, *args)
+        self.assertIn('its fence marker names host cmp1 (attachment %s)'
+                      % ATT0, str(exc))
+        self.assertIn("'os-brick-cas recover --volume %s'" % volume.id,
+                      str(exc))
+        self.assertIn("'os-brick-cas fence-clear %s --host-lost'"
+                      % volume.id, str(exc))
+
+    @ddt.data('wb', 'wo', 'wt', None)
+    def test_snapshot_of_marked_available_volume_refused(self, mode):
+        volume = self.marked(mode)
+        snapshot = fake_snapshot.fake_snapshot_obj(self.context)
+        snapshot.volume = volume
+        with mock.patch.object(cinder_rbd.RBDDriver,
+                               'create_snapshot') as create:
+            self.assert_refused(volume, self.driver.create_snapshot,
+                                snapshot)
+            create.assert_not_called()
+
+    @ddt.data('wb', 'wt')
+    def test_clone_of_marked_available_volume_refused(self, mode):
+        source = self.marked(mode)
+        with mock.patch.object(cinder_rbd.RBDDriver,
+                               'create_cloned_volume') as clone:
+            self.assert_refused(source, self.driver.create_cloned_volume,
+                                self.volume(), source)
+            clone.assert_not_called()
+
+    @ddt.data('wb', 'wt')
+    def test_backup_of_marked_available_volume_refused(self, mode):
+        volume = self.marked(mode)
+        backup = mock.Mock(volume_id=volume.id)
+        with mock.patch.object(cinder_rbd.RBDDriver,
+                               'get_backup_device') as device:
+            self.assert_refused(volume, self.driver.get_backup_device,
+                                self.context, backup)
+            device.assert_not_called()
+
+    @ddt.data(('wb', 'wb'), ('wb', 'wt'), ('wt', 'wt'))
+    @ddt.unpack
+    def test_retype_of_marked_available_volume_refused(self, old, new):
+        """Any retype: a refusal makes cinder copy the stale image."""
+        volume = self.marked(old)
+        new_type = fake_volume.fake_volume_type_obj(
+            self.context, extra_specs=specs(new))
+        with mock.patch.object(cinder_rbd.RBDDriver, 'retype',
+                               return_value=(True, {})) as retype:
+            self.assert_refused(volume, self.driver.retype, self.context,
+                                volume, new_type, {}, None)
+            retype.assert_not_called()
+
+    def test_drained_flag_of_a_gone_attachment_does_not_allow(self):
+        volume = self.volume(specs('wb'), admin_metadata=dict(
+            self.MARKER, **{guards.FENCE_DRAINED_KEY: ATT0}))
+        snapshot = fake_snapshot.fake_snapshot_obj(self.context)
+        snapshot.volume = volume
+        with mock.patch.object(cinder_rbd.RBDDriver, 'create_snapshot'):
+            self.assert_refused(volume, self.driver.create_snapshot,
+                                snapshot)
+
+    def test_unmarked_available_volume_allowed(self):
+        volume = self.volume(specs('wb'))
+        snapshot = fake_snapshot.fake_snapshot_obj(self.context)
+        snapshot.volume = volume
+        new_type = fake_volume.fake_volume_type_obj(
+            self.context, extra_specs=specs('wt'))
+        with mock.patch.object(cinder_rbd.RBDDriver,
+                               'create_snapshot') as create, \
+                mock.patch.object(cinder_rbd.RBDDriver,
+                                  'create_cloned_volume') as clone, \
+                mock.patch.object(cinder_rbd.RBDDriver, 'retype',
+                                  return_value=(True, {})) as retype:
+            self.driver.create_snapshot(snapshot)
+            self.driver.create_cloned_volume(self.volume(), volume)
+            self.driver.retype(self.context, volume, new_type, {}, None)
+        create.assert_called_once_with(snapshot)
+        clone.assert_called_once()
+        retype.assert_called_once()

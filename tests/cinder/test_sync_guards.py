@@ -10,12 +10,14 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Snapshots/backups of attached write-back volumes: 400 at the API.
+"""Snapshots/backups/clones of volumes with dirty data: 400 at the API.
 
 Issue 13 (g): the driver's refusal came after the API's 202, so nova's
 snapshot of a volume-backed server recorded an image pointing at an
-errored snapshot. Real cinder DB and volume types; the extension's
-pre-processing generator runs as cinder's wsgi layer runs it.
+errored snapshot. Issue 32 (3): the marker, not the attach status, says
+whether a host may hold such data (available volumes included). Real
+cinder DB and volume types; the extension's pre-processing generator
+runs as cinder's wsgi layer runs it.
 """
 
 from cinder import context
@@ -73,6 +75,77 @@ class SyncGuardTestCase(test.TestCase):
                 (sync_guards.SnapshotGuardController(), 'snapshot'),
                 (sync_guards.BackupGuardController(), 'backup')):
             self.run_guard(controller, key, volume)
+        self.run_clone_guard(volume)
+
+    def run_clone_guard(self, source):
+        """POST /volumes with *source* as source_volid (a clone)."""
+        req = fakes.HTTPRequest.blank('/v3/%s/volumes' % fakes.FAKE_UUID,
+                                      use_admin_context=True)
+        steps = sync_guards.CloneGuardController().create(
+            req, body={'volume': {'source_volid': source.id, 'size': 1}})
+        next(steps)
+
+    def mark(self, volume, host='compute-1', epoch='att-gone',
+             drained_epoch=None):
+        keys = {guards.FENCE_KEY: host, guards.FENCE_EPOCH_KEY: epoch}
+        if drained_epoch:
+            keys[guards.FENCE_DRAINED_KEY] = drained_epoch
+        db.volume_admin_metadata_update(self.admin, volume.id, keys, False)
+
+    def test_clone_of_attached_write_back_volume_refused_at_api(self):
+        volume = self.volume('wb', 'in-use')
+        exc = self.assertRaises(webob.exc.HTTPBadRequest,
+                                self.run_clone_guard, volume)
+        self.assertIn('cannot clone volume %s while it is attached'
+                      % volume.id, exc.explanation)
+
+    @ddt.data('wb', 'wo', 'wt', None)
+    def test_available_volume_with_marker_refused_at_api(self, mode):
+        """Issue 32 (3): the orphaned dirty core of a deleted server.
+
+        The volume is available (its server was deleted while the host
+        was down), its marker still names the host; a retyped volume
+        (now wt or uncached) keeps the marker as well. Snapshot, backup
+        and clone are refused, with what to do.
+        """
+        volume = self.volume(mode, 'available')
+        self.mark(volume)
+        for controller, key in (
+                (sync_guards.SnapshotGuardController(), 'snapshot'),
+                (sync_guards.BackupGuardController(), 'backup')):
+            exc = self.assertRaises(webob.exc.HTTPBadRequest, self.run_guard,
+                                    controller, key, volume)
+            self.assert_says_what_to_do(exc.explanation, volume)
+        exc = self.assertRaises(webob.exc.HTTPBadRequest,
+                                self.run_clone_guard, volume)
+        self.assert_says_what_to_do(exc.explanation, volume)
+
+    def test_drained_flag_of_a_gone_attachment_does_not_allow(self):
+        """A drain counts only for an attachment that still exists."""
+        volume = self.volume('wb', 'available')
+        self.mark(volume, drained_epoch='att-gone')
+        exc = self.assertRaises(webob.exc.HTTPBadRequest, self.run_guard,
+                                sync_guards.SnapshotGuardController(),
+                                'snapshot', volume)
+        self.assert_says_what_to_do(exc.explanation, volume)
+
+    def test_cleared_marker_allows_again(self):
+        volume = self.volume('wb', 'available')
+        self.mark(volume)
+        for key in (guards.FENCE_KEY, guards.FENCE_EPOCH_KEY):
+            db.volume_admin_metadata_delete(self.admin, volume.id, key)
+        self.run_guard(sync_guards.SnapshotGuardController(), 'snapshot',
+                       volume)
+        self.run_guard(sync_guards.BackupGuardController(), 'backup', volume)
+        self.run_clone_guard(volume)
+
+    def assert_says_what_to_do(self, message, volume):
+        self.assertIn('its fence marker names host compute-1 (attachment '
+                      'att-gone)', message)
+        self.assertIn("'os-brick-cas recover --volume %s'" % volume.id,
+                      message)
+        self.assertIn("'os-brick-cas fence-clear %s --host-lost'"
+                      % volume.id, message)
 
 
 @ddt.ddt

@@ -128,3 +128,56 @@ class FakeCinder(object):
         from cinderclient import client as cinder_client
         return fence.FenceClient(cinder_client.Client(
             '3', session=self.session(), retries=0))
+
+
+class FaultyCinder(FakeCinder):
+    """A FakeCinder whose next calls meet the fates queued in ``faults``.
+
+    Each call (a show or an action) takes the next fate, None being a
+    normal answer:
+
+    * ``error``: 503, nothing changed;
+    * ``timeout``: no answer (a read timeout), nothing changed;
+    * ``lost``: an action is applied, its answer lost (a read timeout
+      after the compare-and-swap took effect); a show times out;
+    * ``killed``: an action is applied, then the calling process dies
+      (*killed*, a BaseException, is raised in it); a show kills it
+      before Cinder sees anything.
+    """
+
+    FATES = ('error', 'timeout', 'lost', 'killed')
+
+    def __init__(self, killed: type = SystemExit):
+        super().__init__()
+        self.killed = killed
+        #: fates of the next calls, in order
+        self.faults: list[Optional[str]] = []
+
+    def _fate(self) -> Optional[str]:
+        return self.faults.pop(0) if self.faults else None
+
+    def _show(self, request, context):
+        fate = None if self.down else self._fate()
+        if fate == 'error':
+            context.status_code = 503
+            return UNAVAILABLE
+        if fate in ('timeout', 'lost'):
+            raise requests.exceptions.ReadTimeout('Cinder did not answer')
+        if fate == 'killed':
+            raise self.killed('killed before Cinder answered a show')
+        return super()._show(request, context)
+
+    def _action(self, request, context):
+        fate = None if self.down else self._fate()
+        if fate == 'error':
+            context.status_code = 503
+            return json.dumps(UNAVAILABLE)
+        if fate == 'timeout':
+            raise requests.exceptions.ReadTimeout('Cinder did not answer')
+        answer = super()._action(request, context)
+        if fate == 'lost':
+            raise requests.exceptions.ReadTimeout(
+                'Cinder applied the change; its answer was lost')
+        if fate == 'killed':
+            raise self.killed('killed after Cinder applied a change')
+        return answer

@@ -32,13 +32,17 @@ I4  after detaching, nothing is left behind.
 
 CI runs a fixed seed and a bounded number of examples; ``tox -e
 stateful-long`` (OS_BRICK_CAS_STATEFUL_EXAMPLES, a random seed) runs more.
+nova_ext's own marker path (attach, re-attach, detach), Cinder errors and
+lost answers, corrupt journal records and cinder_ext's guards are driven
+by tests/nova/functional/test_marker_stateful.py (nova cannot be imported
+here).
 """
 
-import itertools
 import os
 import sys
 import threading
 from typing import Optional
+import uuid
 
 from hypothesis import HealthCheck
 from hypothesis import Phase
@@ -64,7 +68,6 @@ CRASH_POINTS = ('drain:journaled', 'drain:flushed', 'drain:telling',
                 'undrain:unpinned')
 NOVA_HOLDERS = (lifecycle.LIVE_MIGRATION, lifecycle.SNAPSHOT,
                 lifecycle.SWAP)
-_names = itertools.count()
 
 
 class Crash(BaseException):
@@ -98,9 +101,10 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             self.credentials = True
             self.volumes = []
             for _ in range(VOLUMES):
-                name = 'volume-%08d-0000-0000-0000-000000000000' % next(
-                    _names)
-                volume_id = name[len('volume-'):]
+                # by-id links live in the machine's one /dev/disk/by-id:
+                # names no other run (another worktree's) uses
+                volume_id = str(uuid.uuid4())
+                name = 'volume-' + volume_id
                 epoch = 'att-' + volume_id[:8]
                 props = test.props(test.image(name), 'wb',
                                    volume_id=volume_id, cas_epoch=epoch)
