@@ -144,20 +144,29 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         if not CONF[opts.GROUP].enabled:
             return
         volume_driver = self._cached_rbd_volume_driver()
+        self._resolve_unfinished(volume_driver, cas_lifecycle.deadline(
+            CONF[opts.GROUP].live_migration_drain_timeout))
+
+    @staticmethod
+    def _resolve_unfinished(volume_driver, limit, lock_wait=None) -> None:
+        """Resolve every transition a stopped process left (journal).
+
+        At start-up and from the periodic task: an unfinished drain or
+        undrain goes back to caching by the safe order, a marker clear
+        Cinder did not take is retried. A volume whose lock is held is
+        left to its holder (alive).
+        """
         try:
             unresolved = cas_lifecycle.Lifecycle(
                 volume_driver.connector.volume_cache.casadm).resolve_all(
-                    volume_driver.cinder_view(),
-                    cas_lifecycle.deadline(
-                        CONF[opts.GROUP].live_migration_drain_timeout))
+                    volume_driver.cinder_view(), limit, lock_wait)
         except cas_exception.CasError as exc:
             unresolved = {'(all)': str(exc)}
         for volume_id, why in unresolved.items():
-            LOG.error('Volume %(vol)s: an interrupted drain or undrain is '
-                      'not resolved yet (%(why)s); it stays drained (safe) '
-                      'and is retried at its next attach or "os-brick-cas '
-                      'undrain --volume %(vol)s"', {'vol': volume_id,
-                                                    'why': why})
+            LOG.error('Volume %(vol)s: an unfinished transition is not '
+                      'resolved yet (%(why)s); it stays on the safe side '
+                      'and is retried by the periodic task and its next '
+                      'attach or detach', {'vol': volume_id, 'why': why})
 
     def _cached_rbd_volume_driver(self):
         if self._cached_rbd_driver is None:
@@ -264,7 +273,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
     def _held_by_nova(info: dict, holder: str) -> bool:
         volume = cas_volume.from_connection_properties(info['data'])
         record = cas_lifecycle.read_record(volume.spec)
-        return bool(record and record.get('holder') == holder)
+        return bool(record and record.holder == holder)
 
     def rollback_live_migration_at_source(self, context, instance,
                                           migrate_data):
@@ -333,55 +342,59 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         """
         context = nova_context.get_admin_context()
         volume_driver = self._cached_rbd_volume_driver()
+        # what a stopped process left first (its lock is free): an
+        # operator's drain killed mid-flush, a marker clear not taken
+        self._resolve_unfinished(volume_driver, cas_lifecycle.deadline(),
+                                 lock_wait=0)
         machine = cas_lifecycle.Lifecycle(
             volume_driver.connector.volume_cache.casadm)
         for record in machine.held():
-            spec = record['spec']
-            subject = cas_lifecycle.Volume(spec, record.get('volume_id'))
+            subject = cas_lifecycle.Volume(record.spec, record.volume_id)
             try:
                 instance = objects.Instance.get_by_uuid(
-                    context, record.get('instance'))
+                    context, record.instance)
             except (exception.InstanceNotFound, TypeError, ValueError):
                 instance = None
             if instance is None or instance.host != CONF.host:
                 # gone, or moved: its core here goes with its detach
                 LOG.info('Volume %s: the server nova drained it for is not '
                          'on this host; its drain stays until the detach',
-                         record.get('volume_id'))
+                         record.volume_id)
                 self._keep_drained(machine, subject, record)
                 continue
             if (instance.task_state is None and
                     self._guest_runs_here(instance)):
                 LOG.info('The %s of this server ended without undraining; '
-                         'volume %s caches writes again', record['holder'],
-                         record.get('volume_id'), instance=instance)
+                         'volume %s caches writes again', record.holder,
+                         record.volume_id, instance=instance)
                 try:
                     # no operation in progress and the guest runs here: no
                     # other host ran it, whatever the marker names now
                     machine.undrain(
                         subject, volume_driver.cinder_view(),
                         cas_lifecycle.deadline(),
-                        retake=(record['holder'] ==
+                        retake=(record.holder ==
                                 cas_lifecycle.LIVE_MIGRATION),
-                        holder=record['holder'])
+                        holder=record.holder)
                 except cas_exception.CasError as exc:
                     LOG.error('%s', exc, instance=instance)
             else:
                 self._keep_drained(machine, subject, record)
 
-    def _keep_drained(self, machine, subject, record: dict) -> None:
+    def _keep_drained(self, machine, subject,
+                      record: 'cas_lifecycle.Record') -> None:
         """A drain that stays is verified from a fresh listing first."""
         try:
             machine.keep_drained(
                 subject, self._cached_rbd_volume_driver().cinder_view(),
-                cas_lifecycle.deadline(), record['holder'],
-                record.get('instance'))
+                cas_lifecycle.deadline(), record.holder,
+                record.instance)
         except cas_exception.CasError as exc:
             LOG.error('Volume %(vol)s is held drained for a %(holder)s but '
                       'is not drained on this host, and draining it again '
                       'failed: %(err)s. Run "os-brick-cas drain --volume '
                       '%(vol)s" on this host.', {
-                          'vol': subject.label, 'holder': record['holder'],
+                          'vol': subject.label, 'holder': record.holder,
                           'err': exc})
 
     @staticmethod

@@ -392,7 +392,8 @@ class CachedRBDConnector(rbd.RBDConnector):
         for link in sorted(links):
             devlinks.remove_link(link, device)
         # no core, no drain: a life-cycle record of it has nothing to hold
-        lifecycle.remove_record(volume.spec)
+        lifecycle.advance(volume.spec, lifecycle.ABSENT, 'detach',
+                          volume.label)
         if not (removed or unmapped):
             LOG.info('Volume %s was already detached from this host.',
                      volume.label)

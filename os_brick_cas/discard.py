@@ -60,7 +60,7 @@ def discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
             return 1
         code = _discard(volume_id, lost_epochs, confirmed, out, casadm)
         if code == 0:
-            lifecycle.remove_record(spec)
+            lifecycle.advance(spec, lifecycle.STALE, 'discard', volume_id)
         return code
 
 

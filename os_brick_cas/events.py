@@ -49,6 +49,7 @@ from oslo_log import log as logging
 
 from os_brick_cas import exception
 from os_brick_cas import opts
+from os_brick_cas import shared_files
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -166,7 +167,7 @@ def _dir_fd(directory: str) -> int:
     try:
         return open_dir(directory)
     except FileNotFoundError:
-        os.makedirs(directory, mode=0o755, exist_ok=True)
+        shared_files.ensure_dir(directory)
         return open_dir(directory)
 
 

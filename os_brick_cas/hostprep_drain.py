@@ -35,6 +35,7 @@ from os_brick_cas import exception
 from os_brick_cas import host_layout_sizing as sizing
 from os_brick_cas import hostprep
 from os_brick_cas import opts
+from os_brick_cas import shared_files
 
 CONF = cfg.CONF
 RATES_FILE = 'host-flush-rates.json'
@@ -105,11 +106,11 @@ def _record(conf: cfg.ConfigOpts, cache_id: int, figure: dict) -> None:
     rates[cache_id] = figure
     path = _rates_path(conf)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = '%s.tmp.%d' % (path, os.getpid())
-    with open(temporary, 'w') as out:
-        json.dump({str(key): value for key, value in sorted(rates.items())},
-                  out, indent=1)
-    os.replace(temporary, path)
+    # mkstemp, complete write, fsync, rename: never through a planted link
+    shared_files.replace_atomically(
+        os.path.dirname(path), os.path.basename(path),
+        json.dumps({str(key): value for key, value in sorted(rates.items())},
+                   indent=1).encode(), mode=0o644)
 
 
 def measure_flush(casadm: casadm_mod.Casadm, cache_id: int,

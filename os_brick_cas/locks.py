@@ -19,9 +19,9 @@ less when the caller passes what is left of its own time bound.
 
 nova-compute (user nova) and the os-brick-cas CLI (root, or an operator in
 group nova) take the same lock files, so a lock file is created
-group-writable (0660): make ``lock_path`` a directory of group nova with
-the setgid bit (``install -d -g nova -m 2770``), and its files inherit
-that group.
+group-writable (0660) in ``lock_path``, a shared directory (root, the
+service group, setgid 2770: the admin guide's "Shared directories"),
+whose files inherit that group.
 
 A lock is re-entrant for its holder: the thread (under nova's eventlet
 monkey-patching, the greenthread) that holds a lock may take it again,
@@ -35,6 +35,7 @@ before. Order: a volume lock outside, a cache instance lock inside.
 
 import contextlib
 import os
+import stat
 import threading
 from typing import Iterator, Optional
 
@@ -46,6 +47,7 @@ import tenacity
 from os_brick_cas import exception
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
+from os_brick_cas import shared_files
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -74,30 +76,38 @@ def _shared_file(name: str) -> None:
     drops every fcntl lock this process holds on it, so a thread that
     merely prepared the file would let other processes in while another
     thread of this one holds the lock. A new file is created (and
-    closed) while no thread of this process can be taking it.
+    closed) while no thread of this process can be taking it. The lock
+    directory is shared with the service group: a link planted at the
+    name is never followed, and only the file this process created is
+    given its mode (by its descriptor; see os_brick_cas.shared_files).
     """
     lock_path = CONF[opts.GROUP].lock_path
     if not lock_path:
         return
     path = os.path.join(lock_path, _PREFIX + name)
     try:
-        os.makedirs(lock_path, exist_ok=True)
+        shared_files.ensure_dir(lock_path)
         with _opening:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
-                             FILE_MODE))
-    except FileExistsError:
-        pass
+            if not shared_files.create_exclusive(path, FILE_MODE):
+                _remove_planted(path)
     except OSError as exc:
-        LOG.debug('Could not prepare lock file %s: %s', path, exc)
+        LOG.warning('Could not prepare lock file %s: %s', path, exc)
+
+
+def _remove_planted(path: str) -> None:
+    """Replace a link or non-file planted at lock file *path*.
+
+    lockutils opens the path it is given, so a symlink there would make
+    it create and lock the link's target (as root, for the CLI).
+    """
+    info = os.lstat(path)
+    if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
         return
-    try:
-        found = os.stat(path)
-        if (found.st_uid == os.geteuid() and
-                found.st_mode & 0o777 != FILE_MODE):
-            os.chmod(path, FILE_MODE)   # by path: opens no descriptor
-    except OSError as exc:
-        LOG.debug('Could not make lock file %s group-writable: %s', path,
-                  exc)
+    LOG.error('Lock file %s is not a regular file (mode %o, %d links; '
+              'planted?): it is removed and created again', path,
+              info.st_mode, info.st_nlink)
+    os.unlink(path)
+    shared_files.create_exclusive(path, FILE_MODE)
 
 
 def held(name: str) -> bool:

@@ -162,6 +162,15 @@ host_opts = [
         'lock_path',
         help='Directory for the per-volume and per-cache-instance lock '
              'files. Defaults to [oslo_concurrency] lock_path.'),
+    cfg.StrOpt(
+        'service_group',
+        default='nova',
+        help='Group (name or gid) nova-compute runs as. The directories '
+             'shared by nova-compute and the os-brick-cas CLI '
+             '(state_path/lifecycle, state_path/events and lock_path) are '
+             'owned by root, of this group, mode 2770; whoever creates one '
+             'first creates it so, and doctor checks it (admin guide, '
+             '"Shared directories"). kolla: 42436.'),
 ]
 
 

@@ -63,14 +63,18 @@ from typing import Callable, Optional
 
 from os_brick_cas.lifecycle.drift import Drift  # noqa: F401
 from os_brick_cas.lifecycle.drift import drift  # noqa: F401
+from os_brick_cas.lifecycle.drift import QUARANTINE  # noqa: F401
+from os_brick_cas.lifecycle.drift import UNCHECKED  # noqa: F401
 from os_brick_cas.lifecycle.host import host_state  # noqa: F401
 from os_brick_cas.lifecycle.host import locate  # noqa: F401
 from os_brick_cas.lifecycle.host import Located  # noqa: F401
 from os_brick_cas.lifecycle.host import not_drained_reason  # noqa: F401
 from os_brick_cas.lifecycle.host import state  # noqa: F401
 from os_brick_cas.lifecycle.journal import journal_dir  # noqa: F401
-from os_brick_cas.lifecycle.journal import read_record  # noqa: F401
+from os_brick_cas.lifecycle.journal import read as read_record  # noqa
+from os_brick_cas.lifecycle.journal import Record  # noqa: F401
 from os_brick_cas.lifecycle.journal import records  # noqa: F401
+from os_brick_cas.lifecycle.journal import remove as remove_record  # noqa
 from os_brick_cas.lifecycle.marker import Cinder  # noqa: F401
 from os_brick_cas.lifecycle.states import *  # noqa: F401,F403
 from os_brick_cas.lifecycle.transitions import advance  # noqa: F401

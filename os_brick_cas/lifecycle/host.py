@@ -80,9 +80,9 @@ def state_of(casadm: casadm_mod.Casadm, found: Optional[Located]) -> str:
 
 def state(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec) -> str:
     """The volume's state: an in-flight journal record wins."""
-    record = journal.read_record(spec)
-    if record and record.get('state') in IN_FLIGHT:
-        return record['state']
+    record = journal.read(spec)
+    if record and record.state in IN_FLIGHT:
+        return record.state
     return host_state(casadm, spec)
 
 

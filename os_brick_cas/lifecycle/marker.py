@@ -34,6 +34,7 @@ from oslo_log import log as logging
 
 from os_brick_cas import exception
 from os_brick_cas import fence
+from os_brick_cas.lifecycle import states
 
 LOG = logging.getLogger(__name__)
 
@@ -200,14 +201,16 @@ def clear(cinder: Cinder, volume_id: str, expect: fence.Owner
 
 
 def to_record(owner: fence.Owner) -> dict:
-    """The marker to clear, as a "releasing" journal record keeps it."""
+    """A "releasing" journal record's fields for the marker to clear.
+
+    The record's host and epoch are the marker's; its origin says whether
+    the marker said drained.
+    """
     return {'host': owner.host, 'epoch': owner.epoch,
-            'drained': owner.drained}
+            'origin': states.DRAINED if owner.drained else states.CACHING}
 
 
-def from_record(marker: Optional[dict]) -> Optional[fence.Owner]:
+def from_record(record) -> fence.Owner:
     """The marker a "releasing" journal record is to clear."""
-    if not marker:
-        return None
-    return fence.Owner(marker['host'], marker.get('epoch'),
-                       bool(marker.get('drained')))
+    return fence.Owner(record.host, record.epoch,
+                       record.origin == states.DRAINED)

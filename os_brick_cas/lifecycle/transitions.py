@@ -25,7 +25,7 @@ release (the marker clear after a detach), reclaim.
 
 import dataclasses
 import sys
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -80,32 +80,36 @@ def _step(name: str) -> None:
         hook(name)
 
 
-def _held(record: Optional[dict]) -> bool:
-    """Whether *record* is a drain nova holds for an operation."""
-    return bool(record) and record.get('holder') not in (None, OPERATOR)
+Record = journal.Record
 
 
 def advance(spec: rbd_names.ImageSpec, now: str, event: str, label: str,
-            record: Optional[dict] = None) -> str:
+            record: Optional[Record] = None, **fields: Any
+            ) -> Optional[Record]:
     """The one writer of states: *event* from *now*, checked, journaled.
 
     TransitionRefused if the table has no such row. The state it leads to
-    is written with *record*'s fields when it is in flight, or a drain
-    nova holds (*record*'s holder); otherwise the volume's record ends:
-    the host shows the state by itself.
+    is written (*record* with *fields*) when it is in flight, or when it
+    is a drain nova holds for an operation (its holder); otherwise the
+    volume's record ends: the host shows that state by itself. Returns
+    the record written, or None.
     """
     target = states.next_state(now, event, label)
-    if target in states.IN_FLIGHT or (target == DRAINED and _held(record)):
-        journal.write_record(spec, dict(record or {}, state=target))
-    else:
-        journal.remove_record(spec)
-    return target
+    written = (record or Record(spec, target)).replace(state=target,
+                                                       **fields)
+    if target in states.IN_FLIGHT or (
+            target == DRAINED and written.holder not in (None, OPERATOR)):
+        journal.write(written)
+        return written
+    journal.remove(spec)
+    return None
 
 
-def note(spec: rbd_names.ImageSpec, now: str, record: dict) -> dict:
-    """Rewrite the in-flight record's other fields (its phase), same state."""
-    record = dict(record, state=now)
-    journal.write_record(spec, record)
+def note(record: Record, **fields: Any) -> Record:
+    """Rewrite an in-flight record's other fields (its phase), same state."""
+    assert record.state in states.IN_FLIGHT
+    record = record.replace(**fields)
+    journal.write(record)
     return record
 
 
@@ -123,9 +127,9 @@ def require(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
     lock). An attach of an inactive core is its re-activation. The
     IO-class table is read only when the verdict depends on it.
     """
-    record = journal.read_record(spec)
-    if record and record.get('state') in states.IN_FLIGHT:
-        now = record['state']
+    record = journal.read(spec)
+    if record and record.state in states.IN_FLIGHT:
+        now = record.state
     elif classified is not None:
         now = classified
     else:
@@ -192,17 +196,17 @@ class Lifecycle(object):
                                  % volume.label, volume.spec)
             epoch = found.epoch
             self.refuse_other_owner(volume, cinder, found, 'drain')
-            previous = journal.read_record(volume.spec) or {}
+            previous = journal.read(volume.spec)
             if now == DRAINED and holder != OPERATOR:
                 # drained before: by an operator (no record: it stays
                 # theirs), or by nova for this same operation (a retried
                 # pre-check). An operator's drain always becomes theirs.
-                holder = previous.get('holder', OPERATOR)
-            record = dict(previous, phase='host',
-                          origin=now, volume_id=volume.volume_id,
-                          epoch=epoch, host=cinder.host, holder=holder,
-                          instance=instance or previous.get('instance'))
-            advance(volume.spec, now, 'drain', volume.label, record)
+                holder = (previous and previous.holder) or OPERATOR
+            record = advance(
+                volume.spec, now, 'drain', volume.label, previous,
+                phase='host', origin=now, volume_id=volume.volume_id,
+                epoch=epoch, host=cinder.host, holder=holder,
+                instance=instance or (previous and previous.instance))
             _step('drain:journaled')
             try:
                 dirty = self.casadm.dirty_blocks(found.core)
@@ -216,14 +220,14 @@ class Lifecycle(object):
                                 '%s' % (volume.label, reason))
             except Exception:
                 advance(volume.spec, DRAINING, 'drain-failed', volume.label,
-                        dict(record, phase=None))
+                        record, phase=None)
                 raise
-            record = note(volume.spec, DRAINING, dict(record, phase='cinder'))
+            record = note(record, phase='cinder')
             _step('drain:telling')
             result = self._record_drained(volume, cinder, epoch, dirty)
             _step('drain:told')
             advance(volume.spec, DRAINING, 'drain-verified', volume.label,
-                    dict(record, phase=None))
+                    record, phase=None)
             return result
 
     def refuse_other_owner(self, volume: Volume, cinder: Cinder,
@@ -297,8 +301,8 @@ class Lifecycle(object):
         with locks.volume_lock(volume.spec, limit.left()):
             self._resolve_locked(volume.spec, cinder, limit)
             if holder is not None:
-                record = journal.read_record(volume.spec)
-                if not record or record.get('holder') != holder:
+                record = journal.read(volume.spec)
+                if not record or record.holder != holder:
                     return False
             return self._undrain_locked(volume, cinder, limit, retake)
 
@@ -311,8 +315,8 @@ class Lifecycle(object):
         *cinder_told* False only for a drain that crashed before it
         asked Cinder to record it: Cinder cannot say "drained" for it.
         """
-        previous = journal.read_record(volume.spec)
-        was = previous.get('state') if rolling_back else DRAINED
+        previous = journal.read(volume.spec)
+        was = previous.state if rolling_back else DRAINED
         found = host.locate(self.casadm, volume.spec)
         if found is None:
             # the core went meanwhile (detached, or never there)
@@ -331,10 +335,9 @@ class Lifecycle(object):
             advance(volume.spec, CACHING, 'undrain', volume.label)
             return False
         advance(volume.spec, was, 'resolve' if rolling_back else 'undrain',
-                volume.label, dict(
-                    previous or {}, volume_id=volume.volume_id,
-                    host=cinder.host,
-                    phase='cinder' if cinder_told else 'host'))
+                volume.label, previous, volume_id=volume.volume_id,
+                host=cinder.host,
+                phase='cinder' if cinder_told else 'host')
         _step('undrain:journaled')
         if cinder_told:
             try:
@@ -398,25 +401,24 @@ class Lifecycle(object):
     def _resolve_locked(self, spec: rbd_names.ImageSpec, cinder: Cinder,
                         limit: Deadline, quiet: bool = False
                         ) -> Optional[str]:
-        record = journal.read_record(spec)
-        if not record or record.get('state') not in states.IN_FLIGHT:
+        record = journal.read(spec)
+        if not record or record.state not in states.IN_FLIGHT:
             return None
-        volume = Volume(spec, record.get('volume_id'))
-        if record['state'] == RELEASING:
+        volume = Volume(spec, record.volume_id)
+        if record.state == RELEASING:
             return self._release_locked(volume, cinder, record, quiet)
         LOG.warning('Volume %(vol)s: resolving a %(state)s left by a '
                     'process that stopped; it goes back to caching',
-                    {'vol': volume.label, 'state': record['state']})
-        if record['state'] == DRAINING and record.get('origin') == DRAINED:
+                    {'vol': volume.label, 'state': record.state})
+        if record.state == DRAINING and record.origin == DRAINED:
             # a repeated drain: back to where it started, still drained
             # (the host is at least as strong as before)
             advance(spec, DRAINING, 'drain-failed', volume.label,
-                    dict(record, phase=None))
+                    record, phase=None)
             return None
         # a drain from caching that never asked Cinder rolls back without
         # it; anything else weakens Cinder first
-        told = not (record['state'] == DRAINING and
-                    record.get('phase') == 'host')
+        told = not (record.state == DRAINING and record.phase == 'host')
         try:
             self._undrain_locked(volume, cinder, limit, retake=False,
                                  rolling_back=True, cinder_told=told)
@@ -443,20 +445,19 @@ class Lifecycle(object):
                         'attach or detach, nova-compute\'s periodic task)',
                         {'vol': volume.label, 'why': why})
             advance(volume.spec, states.ABSENT, 'clear-failed', volume.label,
-                    {'volume_id': volume.volume_id, 'host': cinder.host,
-                     'marker': marker.to_record(owner), 'why': why})
+                    volume_id=volume.volume_id, **marker.to_record(owner))
         return why
 
-    def _release_locked(self, volume: Volume, cinder: Cinder, record: dict,
-                        quiet: bool) -> Optional[str]:
+    def _release_locked(self, volume: Volume, cinder: Cinder,
+                        record: Record, quiet: bool) -> Optional[str]:
         """Retry the marker clear a "releasing" record names."""
         why = marker.clear(cinder, volume.volume_id,
-                           marker.from_record(record.get('marker')))
+                           marker.from_record(record))
         if why is None:
             advance(volume.spec, RELEASING, 'cleared', volume.label)
             return None
         advance(volume.spec, RELEASING, 'clear-failed', volume.label,
-                dict(record, why=why))
+                record)
         if not quiet:
             raise exception.TransitionRefused(
                 action='release', volume=volume.label,
@@ -474,18 +475,23 @@ class Lifecycle(object):
         alive and finishes the transition itself.
         """
         unresolved = {}
-        for spec, record in list(journal.records()):
-            if record.get('state') not in states.IN_FLIGHT:
+        for record in list(journal.records()):
+            if record.state not in states.IN_FLIGHT:
                 continue
+            spec = record.spec
             wait = limit.left() if lock_wait is None else lock_wait
             try:
                 with locks.volume_lock(spec, wait):
                     why = self._resolve_locked(spec, cinder, limit,
                                                quiet=True)
+            except exception.LockTimedOut:
+                if lock_wait is None:
+                    raise
+                continue        # its holder is alive and finishes it
             except exception.CasError as exc:
                 why = str(exc)
             if why:
-                unresolved[record.get('volume_id') or spec.image] = why
+                unresolved[record.volume_id or spec.image] = why
         return unresolved
 
     # the marker only -------------------------------------------------------
@@ -538,12 +544,12 @@ class Lifecycle(object):
         self.drain(volume, cinder, limit, holder=holder, instance=instance)
         return reason
 
-    def held(self, holder: Optional[str] = None) -> list[dict]:
+    def held(self, holder: Optional[str] = None) -> list[Record]:
         """Drains nova holds for an operation still running (journal)."""
-        return [dict(record, spec=spec) for spec, record in journal.records()
-                if record.get('state') == DRAINED and
-                record.get('holder') not in (None, OPERATOR) and
-                holder in (None, record.get('holder'))]
+        return [record for record in journal.records()
+                if record.state == DRAINED and
+                record.holder not in (None, OPERATOR) and
+                holder in (None, record.holder)]
 
 
 def volume_id_of(spec: rbd_names.ImageSpec) -> Optional[str]:

@@ -86,6 +86,7 @@ class FunctionalTestCase(testtools.TestCase):
         self.conf = self.useFixture(config_fixture.Config(cfg.CONF))
         self.conf.config(group=opts.GROUP, lock_path=self.tmp,
                          state_path=self.tmp,
+                         service_group=str(os.getegid()),
                          opencas_conf=self.opencas_conf, flush_timeout=5,
                          host_layout=os.path.join(self.tmp,
                                                   'host-layout.yaml'),

@@ -283,6 +283,7 @@ class DoctorTestCase(CliTestCase):
         self.assertEqual(
             ['casadm', 'kernel', 'kernel-modules', 'rootwrap-filter',
              'udev-rule', 'state-path', 'configuration', 'lock-path',
+             'shared-dirs',
              'cache-instances',
              'stopped-caches', 'persistence', 'cores', 'drain',
              'fallback-policy', 'owners', 'host-layout', 'drift'],

@@ -25,6 +25,7 @@ import fixtures
 
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import discard
+from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
 from os_brick_cas import rbd_names
@@ -108,7 +109,7 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.cinder.client().set(VOL_A, 'compute-b', 'att-b', expect=owner)
         # someone loads an IO-class table by hand: class 0 only
         self.casadm.load_io_classes(core.cache_id, [
-            lifecycle.drain_mod.UNCLASSIFIED])
+            drain_mod.UNCLASSIFIED])
         error = self.assertRaises(exception.TransitionRefused,
                                   machine.reclaim, subject, self.view(),
                                   lifecycle.deadline(10), 'att-x')
@@ -132,7 +133,7 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
             lifecycle.LIVE_MIGRATION, 'server-1'))
         # a table loaded by hand drops the drain class; writes get dirty
         self.casadm.load_io_classes(core.cache_id, [
-            lifecycle.drain_mod.UNCLASSIFIED])
+            drain_mod.UNCLASSIFIED])
         self.host.set_dirty(core.cache_id, core.core_id, 7)
         why = machine.keep_drained(subject, self.view(),
                                    lifecycle.deadline(10),
@@ -141,7 +142,7 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.assertTrue(self.pinned(self.core_of(VOL_A)))
         self.assertEqual(0, self.dirty(self.core_of(VOL_A)))
         self.assertEqual(lifecycle.LIVE_MIGRATION,
-                         lifecycle.read_record(subject.spec)['holder'])
+                         lifecycle.read_record(subject.spec).holder)
         self.assert_cinder_no_stronger_than_host(VOL_A)
 
     def test_detach_of_a_drained_core_inactive_after_a_reboot(self):
@@ -152,7 +153,7 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.host.reboot()          # clean (drained), now inactive
         self.connector.disconnect_volume(self.props_of(VOL_A), None)
         self.assertEqual([], self.cores())
-        self.assertEqual(set(), lifecycle.drain_mod.drained_cores(
+        self.assertEqual(set(), drain_mod.drained_cores(
             self.casadm.list_io_classes(core.cache_id)))
 
     def test_cli_flush_refused_mid_transition(self):

@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 from os_brick_cas import casadm
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
+from os_brick_cas import fence
 from os_brick_cas import lifecycle
 from os_brick_cas.simulator import state as sim_state
 from os_brick_cas import volume as volume_mod
@@ -290,10 +291,10 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             """nova's periodic task: the operations all ended here."""
             for record in self.machine.held():
                 self.attempt(self.machine.undrain,
-                             lifecycle.Volume(record['spec'],
-                                              record['volume_id']),
+                             lifecycle.Volume(record.spec,
+                                              record.volume_id),
                              self.view(), lifecycle.deadline(10),
-                             retake=False, holder=record['holder'])
+                             retake=False, holder=record.holder)
 
         # -- invariants -------------------------------------------------------
         @stateful.invariant()
@@ -378,7 +379,7 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                 assert state == lifecycle.CACHING, (
                     'I3: %s is %s after the restart and release'
                     % (volume_id, state))
-                assert self.cinder.owner(volume_id) == lifecycle.fence.Owner(
+                assert self.cinder.owner(volume_id) == fence.Owner(
                     HOST, epoch, False), self.cinder.owner(volume_id)
             for props, volume_id, epoch in self.volumes:
                 owner = self.cinder.owner(volume_id)

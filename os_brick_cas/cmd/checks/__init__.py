@@ -49,6 +49,7 @@ EXIT_CODES = {OK: upgradecheck.Code.SUCCESS.value,
 #: modules whose import registers checks, in the order they run
 MODULES = ['os_brick_cas.cmd.checks.host',
            'os_brick_cas.cmd.checks.locking',
+           'os_brick_cas.cmd.checks.shared_dirs',
            'os_brick_cas.cmd.checks.instances',
            'os_brick_cas.cmd.checks.owners',
            'os_brick_cas.cmd.checks.hostprep',

@@ -20,8 +20,14 @@ from os_brick_cas.cmd.checks import Host
 from os_brick_cas.cmd.checks import OK
 from os_brick_cas.cmd.checks import owners
 from os_brick_cas.cmd.checks import register
+from os_brick_cas.cmd.checks import SKIP
 from os_brick_cas.cmd.checks import WARN
 from os_brick_cas import lifecycle
+
+
+#: drift kinds that FAIL: Cinder may allow what the host does not back,
+#: or a journal file was not a valid record
+FAILING = ('marker', 'held', lifecycle.QUARANTINE)
 
 
 @register('drift')
@@ -32,18 +38,27 @@ def drift(host: Host) -> Iterator[Finding]:
     interrupted drain or undrain, and a drain nova holds (journal) or
     (with Cinder credentials) a fence marker saying "drained" for a core
     that is not - those FAIL: Cinder then allows snapshots that miss
-    data. Inactive cores are reported by the cores check.
+    data. A journal file quarantined as invalid FAILs with its path.
+    Inactive cores are reported by the cores check. What could not be
+    compared (no Cinder credentials, Cinder or casadm not answering) is
+    said so (SKIP or WARN), never reported as matching.
     """
     caches = host.caches()   # NotChecked when casadm does not answer
     client, problem = owners.owner_client()
     cinder = lifecycle.Cinder(host.host, client, problem=problem)
     drifts = [d for d in lifecycle.drift(host.casadm, cinder, caches)
               if d.kind != 'inactive']
+    differences = [d for d in drifts if d.kind != lifecycle.UNCHECKED]
+    unchecked = [d for d in drifts if d.kind == lifecycle.UNCHECKED]
     for found in drifts:
-        yield Finding(FAIL if found.kind in ('marker', 'held') else WARN,
-                      '%s: %s; %s' % (found.volume, found.problem,
-                                      found.action))
-    if not drifts:
-        yield Finding(OK, 'life cycle: every core matches its record%s' % (
-            '' if client else ' (Cinder markers not compared: %s)' % (
-                problem or 'no credentials')))
+        level = (FAIL if found.kind in FAILING else WARN)
+        yield Finding(level, '%s: %s; %s' % (found.volume, found.problem,
+                                             found.action))
+    if client is None:
+        yield Finding(SKIP, "life cycle: Cinder's fence markers not "
+                            'compared with this host (%s)' % (
+                                problem or 'no credentials'))
+    if not differences and not unchecked:
+        yield Finding(OK, 'life cycle: every core matches its journal '
+                          "record%s" % (" and Cinder's fence marker"
+                                        if client else ''))

@@ -91,8 +91,8 @@ class MarkerProtocolTestCase(test_lifecycle.LifecycleTestBase):
         self.assertEqual([], self.cores())
         # the marker still names this host, and the host says so
         self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
-        [(spec, record)] = list(lifecycle.records())
-        self.assertIn(record['state'], lifecycle.IN_FLIGHT)
+        [record] = list(lifecycle.records())
+        self.assertIn(record.state, lifecycle.IN_FLIGHT)
         # doctor and the exporter show it meanwhile
         [drift] = lifecycle.drift(casadm.Casadm())
         self.assertEqual(('journal', WB_VOL), (drift.kind, drift.volume))
@@ -117,8 +117,8 @@ class UnfinishedDrainTestCase(test_lifecycle.LifecycleTestBase):
                                   killed_flush):
             self.assertRaises(Killed, self.cli, 'drain', '--volume', WB_VOL,
                               '--host', 'compute1')
-        [(spec, record)] = list(lifecycle.records())
-        self.assertEqual(lifecycle.DRAINING, record['state'])
+        [record] = list(lifecycle.records())
+        self.assertEqual(lifecycle.DRAINING, record.state)
 
     def test_nova_detach_resolves_a_drain_killed_mid_flush(self):
         server, core = self.server_with_dirty_wb(32)

@@ -33,7 +33,8 @@ def simple_tables(text: str) -> list[list[list[str]]]:
     index = 0
     while index < len(lines):
         line = lines[index]
-        if line.startswith('==') and set(line) <= {'=', ' '}:
+        if (line.startswith('==') and ' ' in line.rstrip() and
+                set(line) <= {'=', ' '}):
             spans, start = [], None
             for pos, char in enumerate(line + ' '):
                 if char == '=' and start is None:
