@@ -426,18 +426,14 @@ class CachedRBDConnector(rbd.RBDConnector):
         """
         if volume.owner_epoch is ownership.UNKNOWN:
             return
-        record = ownership.read(core.device)
-        if record is not None and record.epoch in (volume.owner_epoch,
-                                                   also):
-            return
-        dirty = self.volume_cache.casadm.dirty_blocks(core)
-        if dirty == 0:
-            return
-        error = ownership.not_owner(action, volume.label, core.cache_id,
-                                    core.core_id, dirty, record,
-                                    volume.owner_epoch)
-        LOG.error('%s', error)
-        raise error
+        try:
+            ownership.refuse_unless_owner(
+                action, volume.label, core.cache_id, core.core_id,
+                ownership.read(core.device), volume.owner_epoch,
+                lambda: self.volume_cache.casadm.dirty_blocks(core), also)
+        except exception.NotDataOwner as error:
+            LOG.error('%s', error)
+            raise
 
     def _current(self, core: casadm_mod.Core) -> casadm_mod.Core:
         """*core* as casadm lists it now (the udev loader may have acted)."""

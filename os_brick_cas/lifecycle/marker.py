@@ -35,6 +35,7 @@ from oslo_log import log as logging
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas.lifecycle import states
+from os_brick_cas import ownership
 
 LOG = logging.getLogger(__name__)
 
@@ -97,10 +98,14 @@ class Attach:
 
 
 def owner_epoch(owner: Optional[fence.Owner], host: str) -> Optional[str]:
-    """``cas_owner_epoch`` for the host library (see RBDVolume)."""
-    if owner is None or owner.host != host:
-        return ''           # whatever this host caches is not newest
-    return owner.epoch      # None: a marker from before epochs
+    """``cas_owner_epoch`` for the host library (see RBDVolume).
+
+    '' when the marker names another host or none (whatever this host
+    caches is not the newest); None for a marker from before epochs.
+    """
+    if owner is None:
+        return ''
+    return ownership.owner_epoch_of(owner.host, owner.epoch, host)
 
 
 def claim(cinder: Cinder, volume_id: str, label: str, epoch: Optional[str],

@@ -248,16 +248,13 @@ class Lifecycle(object):
                         '; %(action)s of its active core goes on',
                         {'vol': volume.label, 'err': exc, 'action': action})
             return
-        epoch = found.epoch
-        if owner is None or (owner.host == cinder.host and
-                             owner.epoch in (None, epoch)):
-            return
-        dirty = self.casadm.dirty_blocks(found.core)
-        if dirty:
-            raise ownership.not_owner(
-                action, volume.label, found.core.cache_id,
-                found.core.core_id, dirty, ownership.read(found.core.device),
-                owner.epoch if owner.host == cinder.host else None)
+        if owner is None:
+            return      # no marker: nobody else claims the data
+        ownership.refuse_unless_owner(
+            action, volume.label, found.core.cache_id, found.core.core_id,
+            ownership.read(found.core.device),
+            ownership.owner_epoch_of(owner.host, owner.epoch, cinder.host),
+            lambda: self.casadm.dirty_blocks(found.core))
 
     def _record_drained(self, volume: Volume, cinder: Cinder,
                         epoch: Optional[str], dirty: int) -> DrainResult:

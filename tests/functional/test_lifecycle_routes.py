@@ -29,6 +29,7 @@ from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
 from os_brick_cas import rbd_names
+from os_brick_cas import recover
 from tests.functional import test_lifecycle
 
 HOST = test_lifecycle.HOST
@@ -89,11 +90,29 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
     def test_discard_refused_mid_transition(self):
         core = self.attach(VOL_A, dirty=10)
         self.crash_mid_drain(core)
-        out = io.StringIO()
-        self.assertEqual(1, discard.discard(VOL_A, ['att-' + VOL_A[-4:]],
-                                            True, out, self.casadm))
-        self.assertIn('draining', out.getvalue())
+        outcome = discard.discard(VOL_A, ['att-' + VOL_A[-4:]], True,
+                                  self.casadm)
+        self.assertFalse(outcome.done)
+        self.assertIn('draining', outcome.message)
         self.assertEqual(core.core_id, self.core_of(VOL_A).core_id)
+
+    def test_recover_and_discard_return_their_outcome(self):
+        """Issue 32 (6): results, not prints and exit codes."""
+        core = self.attach(VOL_A, dirty=10)
+        # the marker names another attachment: the data here is not ours
+        refused = recover.recover(VOL_A, 'att-other', 'cinder', self.casadm,
+                                  self.connector)
+        self.assertEqual(False, refused.done)
+        self.assertIn('refused', refused.message)
+        self.assertEqual(core.core_id, self.core_of(VOL_A).core_id)
+        kept = discard.discard(VOL_A, ['att-lost'], True, self.casadm)
+        self.assertEqual(False, kept.done)
+        self.assertIn('does not record as lost', kept.message)
+        done = recover.recover(VOL_A, 'att-' + VOL_A[-4:], 'cinder',
+                               self.casadm, self.connector)
+        self.assertEqual(True, done.done, done.message)
+        self.assertIn('flushed to Ceph and removed', done.message)
+        self.assertEqual([], self.cores())
 
     def test_reclaim_only_of_a_verified_drain(self):
         core = self.attach(VOL_A, dirty=10)
