@@ -519,21 +519,10 @@ class CachedRBDConnector(rbd.RBDConnector):
         (:mod:`os_brick_cas.lifecycle`).
         """
         volume = volume_mod.from_connection_properties(connection_properties)
-        timeout = timeout or self.volume_cache.conf[opts.GROUP].flush_timeout
-        with locks.volume_lock(volume.spec):
-            cache, core = self._located(volume)
-            if cache is None or core is None or not core.active:
-                return False
-            self._refuse_unless_owner(volume, core)
-            lifecycle.require(self.volume_cache.casadm, volume.spec, 'flush',
-                              volume.label)
-            identity.verify_link(core.device, 'flush volume %s'
-                                 % volume.label, volume.spec)
-            with locks.cache_lock(core.cache_id), events.timed('flush'):
-                self.volume_cache.casadm.flush(core.cache_id,
-                                               core.core_id, timeout)
-        LOG.info('Flushed volume %s in place', volume.label)
-        return True
+        return lifecycle.Lifecycle(self.volume_cache.casadm).flush_in_place(
+            lifecycle.Volume(volume.spec, volume.volume_id),
+            volume.owner_epoch,
+            timeout or self.volume_cache.conf[opts.GROUP].flush_timeout)
 
     def drain_blocker(self, connection_properties: dict[str, Any]
                       ) -> Optional[str]:

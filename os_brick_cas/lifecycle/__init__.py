@@ -76,6 +76,7 @@ from os_brick_cas.lifecycle.journal import Record  # noqa: F401
 from os_brick_cas.lifecycle.journal import records  # noqa: F401
 from os_brick_cas.lifecycle.journal import remove as remove_record  # noqa
 from os_brick_cas.lifecycle.marker import Cinder  # noqa: F401
+from os_brick_cas.lifecycle.marker import owner_epoch_now  # noqa: F401
 from os_brick_cas.lifecycle.states import *  # noqa: F401,F403
 from os_brick_cas.lifecycle.transitions import advance  # noqa: F401
 from os_brick_cas.lifecycle.transitions import deadline  # noqa: F401

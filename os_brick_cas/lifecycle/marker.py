@@ -108,6 +108,26 @@ def owner_epoch(owner: Optional[fence.Owner], host: str) -> Optional[str]:
     return ownership.owner_epoch_of(owner.host, owner.epoch, host)
 
 
+def owner_epoch_now(cinder: Cinder, volume_id: Optional[str]
+                    ) -> Optional[str]:
+    """The owning attachment as the ownership rule reads it, or UNKNOWN.
+
+    UNKNOWN (None) when Cinder cannot be asked or keeps no marker for the
+    volume: an active core's cleaner writes its data anyway.
+    """
+    if cinder.client is None or volume_id is None:
+        return ownership.UNKNOWN
+    try:
+        owner = cinder.client.owner(volume_id)
+    except Exception as exc:
+        LOG.warning('Cannot ask Cinder who owns volume %(vol)s (%(err)s)',
+                    {'vol': volume_id, 'err': exc})
+        return ownership.UNKNOWN
+    if owner is None:
+        return ownership.UNKNOWN
+    return ownership.owner_epoch_of(owner.host, owner.epoch, cinder.host)
+
+
 def claim(cinder: Cinder, volume_id: str, label: str, epoch: Optional[str],
           holds_dirty_data: bool) -> Attach:
     """Before an attach caches anything: check the marker and claim it.

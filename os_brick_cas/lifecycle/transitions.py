@@ -33,6 +33,7 @@ from oslo_log import log as logging
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import drain as drain_mod
+from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import identity
@@ -255,6 +256,36 @@ class Lifecycle(object):
             ownership.read(found.core.device),
             ownership.owner_epoch_of(owner.host, owner.epoch, cinder.host),
             lambda: self.casadm.dirty_blocks(found.core))
+
+    # flush in place ----------------------------------------------------------
+    def flush_in_place(self, volume: Volume, owner_epoch: Optional[str],
+                       timeout: int) -> bool:
+        """Flush the volume's core now, keeping it attached: the one way.
+
+        Under the volume lock: the table's check ('flush'), the ownership
+        rule (*owner_epoch*: the owning attachment; UNKNOWN: nobody to
+        ask), the identity of the core's link, then the flush under the
+        instance lock, bounded by *timeout*. FlushFailed/FlushTimedOut
+        leave the data in the cache. False when the volume has no active
+        core here (nothing to flush).
+        """
+        with locks.volume_lock(volume.spec):
+            found = host.locate(self.casadm, volume.spec)
+            if found is None or not found.core.active:
+                return False
+            ownership.refuse_unless_owner(
+                'flush', volume.label, found.core.cache_id,
+                found.core.core_id, ownership.read(found.core.device),
+                owner_epoch, lambda: self.casadm.dirty_blocks(found.core))
+            require(self.casadm, volume.spec, 'flush', volume.label)
+            identity.verify_link(found.core.device, 'flush volume %s'
+                                 % volume.label, volume.spec)
+            with locks.cache_lock(found.cache.cache_id), \
+                    events.timed(events.FLUSH):
+                self.casadm.flush(found.cache.cache_id, found.core.core_id,
+                                  timeout)
+        LOG.info('Flushed volume %s in place', volume.label)
+        return True
 
     def _record_drained(self, volume: Volume, cinder: Cinder,
                         epoch: Optional[str], dirty: int) -> DrainResult:
