@@ -19,6 +19,7 @@ simple tables and compares them with :mod:`os_brick_cas.lifecycle`.
 
 import ast
 import os
+import re
 
 import testtools
 
@@ -92,6 +93,15 @@ class AdminGuideTableTestCase(testtools.TestCase):
         self.assertEqual(
             {(state, event, target) for (state, event), target in
              lifecycle.TRANSITIONS.items()}, documented)
+
+    def test_the_diagram_names_every_state(self):
+        with open(PAGE) as page:
+            text = page.read()
+        start = text.index('In the diagram')
+        diagram = text[start:text.index('Time bounds', start)]
+        missing = [state for state in lifecycle.STATES
+                   if re.search(r'\b%s\b' % state, diagram) is None]
+        self.assertEqual([], missing)
 
     def test_every_row_names_who_sends_it(self):
         for row in self.table('from'):
