@@ -750,8 +750,13 @@ test_all_in_one() {
         ini_is "$NOVA_CONF" os_brick_cas lock_path "$OS_BRICK_CAS_STATE_PATH/locks"
     check "aio: lock directory setgid, group-writable" \
         test "$(stat -c %a "$OS_BRICK_CAS_STATE_PATH/locks")" = 2770
-    check "aio: metric events directory owned by the stack user" \
-        test "$(stat -c %U "$OS_BRICK_CAS_STATE_PATH/events")" = "$STACK_USER"
+    check "aio nova.conf: service_group the stack user's group" \
+        ini_is "$NOVA_CONF" os_brick_cas service_group "$(id -gn "$STACK_USER")"
+    for dir in lifecycle events locks; do
+        check "aio: $dir root:<stack group> 2770 (Shared directories)" \
+            test "$(stat -c %U:%G:%a "$OS_BRICK_CAS_STATE_PATH/$dir")" = \
+            "root:$(id -gn "$STACK_USER"):2770"
+    done
     check "aio nova.conf: resume_guests_state_on_host_boot" \
         ini_is "$NOVA_CONF" DEFAULT resume_guests_state_on_host_boot True
     check "aio nova.conf: parses" ini_parses "$NOVA_CONF"

@@ -136,7 +136,9 @@ class _Families:
             'Always 1; a volume or cache instance whose real state differs '
             'from its record (kind: table = IO-class table loaded by hand, '
             'gone-class, inactive, held = a drain nova holds that the host '
-            'does not, journal = an interrupted drain/undrain). '
+            'does not, journal = an interrupted drain/undrain, quarantine = '
+            'a journal file that is not a valid record (subject: its path), '
+            'unchecked = a comparison that could not be made). '
             '"os-brick-cas doctor" says what to do.',
             labels=['subject', 'kind'])
         self.usage = {

@@ -77,6 +77,14 @@ def http_scrape(server: object, timeout: float = PROMPT) -> str:
         return response.read().decode()
 
 
+def _unblock(fifo: str) -> None:
+    """Let a reader blocked opening *fifo* go on (it reads EOF)."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
 class ExporterTestCase(test_cli.CliTestCase):
 
     def setUp(self) -> None:
@@ -182,6 +190,25 @@ class ExporterTestCase(test_cli.CliTestCase):
                   subject='cache instance 2', kind='table')))
         # from the scrape's own listing: casadm -L once in this scrape
         self.assertEqual(1, len(listings))
+
+    def test_a_bad_journal_record_is_a_drift_kind_not_a_failed_scrape(self):
+        """Issue 32: a FIFO or foreign record in the journal (quarantine)."""
+        self.attach(VOL_WB, 'wb')
+        os.makedirs(lifecycle.journal_dir(), exist_ok=True)
+        fifo = os.path.join(lifecycle.journal_dir(), 'rbd-volumes--x.json')
+        os.mkfifo(fifo)
+        self.addCleanup(_unblock, fifo)
+        results = []
+        scraper = threading.Thread(
+            target=lambda: results.append(self.scrape()), daemon=True)
+        scraper.start()
+        scraper.join(PROMPT * 3)
+        self.assertTrue(results, 'the scrape hung on a FIFO in the journal')
+        [(name, labels)] = [(n, dict(lb)) for n, lb in results[0]
+                            if n == 'os_brick_cas_drift']
+        self.assertEqual('quarantine', labels['kind'])
+        self.assertIn('rbd-volumes--x.json', labels['subject'])
+        self.assertEqual(1, value(results[0], 'os_brick_cas_up'))
 
     def test_casadm_failure_is_a_metric_not_a_failed_scrape(self):
         self.host.set_module_loaded(False)

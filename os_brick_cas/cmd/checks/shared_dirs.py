@@ -35,14 +35,17 @@ from os_brick_cas import opts
 from os_brick_cas import shared_files
 
 
-def directories(host: Host) -> list[str]:
-    """The shared directories of *host*'s configuration."""
+def directories(host: Host) -> list[tuple[str, str]]:
+    """(shared directory, level of a wrong one) of *host*'s configuration.
+
+    The lock directory's is WARN, as the lock-path check's for its mode.
+    """
     state_path = host.conf[opts.GROUP].state_path
-    found = [os.path.join(state_path, 'lifecycle'),
-             os.path.join(state_path, 'events')]
+    found = [(os.path.join(state_path, 'lifecycle'), FAIL),
+             (os.path.join(state_path, 'events'), FAIL)]
     lock_path = locking.effective(host.conf)
     if lock_path:
-        found.append(lock_path)
+        found.append((lock_path, WARN))
     return found
 
 
@@ -65,7 +68,7 @@ def shared_dirs(host: Host) -> Iterator[Finding]:
                             'directories' % wanted)
         return
     group = _group_name(gid)
-    for path in directories(host):
+    for path, level in directories(host):
         fix = ('chown root:%s %s && chmod 2770 %s' % (group, path, path))
         try:
             info = os.lstat(path)
@@ -74,18 +77,18 @@ def shared_dirs(host: Host) -> Iterator[Finding]:
                               'creates it root:%s 2770' % (path, group))
             continue
         if not stat.S_ISDIR(info.st_mode):
-            yield Finding(FAIL, '%s is not a directory (a link or file '
-                                'planted there?): remove it; the next writer '
-                                'creates the directory' % path)
+            yield Finding(level, '%s is not a directory (a link or file '
+                                 'planted there?): remove it; the next '
+                                 'writer creates the directory' % path)
             continue
         mode = stat.S_IMODE(info.st_mode)
         if info.st_gid != gid or mode != shared_files.DIR_MODE:
-            yield Finding(FAIL, '%s is %s:%s %04o, not root:%s 2770: '
-                                'nova-compute or the CLI cannot write its '
-                                'files there (or others can). Fix it: %s'
-                                % (path, info.st_uid,
-                                   _group_name(info.st_gid), mode, group,
-                                   fix))
+            yield Finding(level, '%s is %s:%s %04o, not root:%s 2770: '
+                                 'nova-compute or the CLI cannot write its '
+                                 'files there (or others can). Fix it: %s'
+                                 % (path, info.st_uid,
+                                    _group_name(info.st_gid), mode, group,
+                                    fix))
         elif info.st_uid != 0:
             yield Finding(WARN, '%s is owned by uid %d (nova-compute created '
                                 'it first?), not root: chown root %s'
