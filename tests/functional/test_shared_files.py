@@ -115,7 +115,7 @@ class HostileJournalTestCase(test_lifecycle.LifecycleRegressionBase):
 
         def readers():
             results['startup'] = lifecycle.Lifecycle(
-                self.casadm).resolve_all(self.view(), lifecycle.deadline(5))
+                self.casadm).resolve_all(self.view(), lifecycle.deadline(60))
             results['drift'] = lifecycle.drift(self.casadm, self.view())
             results['doctor'] = self.cli('doctor')
 
@@ -138,7 +138,7 @@ class HostileJournalTestCase(test_lifecycle.LifecycleRegressionBase):
         spec = self.spec_of(core)
         volume = lifecycle.Volume(spec, VOL_A)
         machine = lifecycle.Lifecycle(self.casadm)
-        machine.drain(volume, self.view(), lifecycle.deadline(10),
+        machine.drain(volume, self.view(), lifecycle.deadline(60),
                       holder=lifecycle.LIVE_MIGRATION, instance='i-1')
         journal = os.path.realpath(lifecycle.journal_dir())
         real_write = os.write
@@ -158,7 +158,7 @@ class HostileJournalTestCase(test_lifecycle.LifecycleRegressionBase):
         with fixtures.MonkeyPatch('os.write', disk_full):
             try:
                 # nova's pre-check retried: the drain is journaled again
-                machine.drain(volume, self.view(), lifecycle.deadline(10),
+                machine.drain(volume, self.view(), lifecycle.deadline(60),
                               holder=lifecycle.LIVE_MIGRATION,
                               instance='i-1')
             except OSError:
@@ -172,7 +172,7 @@ class HostileJournalTestCase(test_lifecycle.LifecycleRegressionBase):
                               if n.endswith('.tmp')])
         # and the hold still ends as it should
         self.assertTrue(machine.undrain(volume, self.view(),
-                                        lifecycle.deadline(10),
+                                        lifecycle.deadline(60),
                                         holder=lifecycle.LIVE_MIGRATION))
         self.assertFalse(self.pinned(core))
 
@@ -188,7 +188,7 @@ class HostileJournalTestCase(test_lifecycle.LifecycleRegressionBase):
                        'volume_id': 'newer'}, record)
         with fixtures.FakeLogger() as log:
             unresolved = lifecycle.Lifecycle(self.casadm).resolve_all(
-                self.view(), lifecycle.deadline(5))
+                self.view(), lifecycle.deadline(60))
         self.assertEqual({}, unresolved)
         self.assertIn(name, log.output)
         self.assertFalse(os.path.lexists(path))
