@@ -201,8 +201,10 @@ def discard(args: argparse.Namespace) -> int:
     from os_brick_cas import discard as discard_mod
     lost = [owner.epoch for owner in
             fence.FenceClient(cinder()).lost(args.volume) if owner.epoch]
-    return discard_mod.discard(args.volume, lost, args.yes, sys.stdout,
-                               casadm_mod.Casadm())
+    outcome = discard_mod.discard(args.volume, lost, args.yes,
+                                  casadm_mod.Casadm())
+    print(outcome.message)
+    return 0 if outcome.done else 1
 
 
 def recover(args: argparse.Namespace) -> int:
@@ -218,11 +220,12 @@ def recover(args: argparse.Namespace) -> int:
                   args.volume, 'host %s' % owner.host if owner else
                   'no host', args.host), file=sys.stderr)
         return 1
-    code = recover_mod.recover(args.volume, owner.epoch, args.rbd_user,
-                               sys.stdout, casadm_mod.Casadm())
-    if code == 0 and not _cleared(client, args.volume, owner):
+    outcome = recover_mod.recover(args.volume, owner.epoch, args.rbd_user,
+                                  casadm_mod.Casadm())
+    print(outcome.message)
+    if not outcome.done:
         return 1
-    return code
+    return 0 if _cleared(client, args.volume, owner) else 1
 
 
 OWNER_COLUMNS = ('volume_id', 'cache_id', 'core_id', 'state', 'dirty_blocks',

@@ -144,20 +144,29 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         if not CONF[opts.GROUP].enabled:
             return
         volume_driver = self._cached_rbd_volume_driver()
+        self._resolve_unfinished(volume_driver, cas_lifecycle.deadline(
+            CONF[opts.GROUP].live_migration_drain_timeout))
+
+    @staticmethod
+    def _resolve_unfinished(volume_driver, limit, lock_wait=None) -> None:
+        """Resolve every transition a stopped process left (journal).
+
+        At start-up and from the periodic task: an unfinished drain or
+        undrain goes back to caching by the safe order, a marker clear
+        Cinder did not take is retried. A volume whose lock is held is
+        left to its holder (alive).
+        """
         try:
             unresolved = cas_lifecycle.Lifecycle(
                 volume_driver.connector.volume_cache.casadm).resolve_all(
-                    volume_driver.cinder_view(),
-                    cas_lifecycle.deadline(
-                        CONF[opts.GROUP].live_migration_drain_timeout))
+                    volume_driver.cinder_view(), limit, lock_wait)
         except cas_exception.CasError as exc:
             unresolved = {'(all)': str(exc)}
         for volume_id, why in unresolved.items():
-            LOG.error('Volume %(vol)s: an interrupted drain or undrain is '
-                      'not resolved yet (%(why)s); it stays drained (safe) '
-                      'and is retried at its next attach or "os-brick-cas '
-                      'undrain --volume %(vol)s"', {'vol': volume_id,
-                                                    'why': why})
+            LOG.error('Volume %(vol)s: an unfinished transition is not '
+                      'resolved yet (%(why)s); it stays on the safe side '
+                      'and is retried by the periodic task and its next '
+                      'attach or detach', {'vol': volume_id, 'why': why})
 
     def _cached_rbd_volume_driver(self):
         if self._cached_rbd_driver is None:
@@ -333,6 +342,10 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         """
         context = nova_context.get_admin_context()
         volume_driver = self._cached_rbd_volume_driver()
+        # what a stopped process left first (its lock is free): an
+        # operator's drain killed mid-flush, a marker clear not taken
+        self._resolve_unfinished(volume_driver, cas_lifecycle.deadline(),
+                                 lock_wait=0)
         machine = cas_lifecycle.Lifecycle(
             volume_driver.connector.volume_cache.casadm)
         for record in machine.held():

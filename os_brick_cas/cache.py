@@ -155,11 +155,10 @@ class VolumeCache(object):
                       'vol': volume, 'new': epoch})
             self.detach_core(core, volume, spec, caches)
             return None
-        if owner_epoch is ownership.UNKNOWN or (
-                record is not None and record.epoch == owner_epoch):
-            return core
-        raise ownership.not_owner('attach', volume, core.cache_id,
-                                  core.core_id, dirty, record, owner_epoch)
+        ownership.refuse_unless_owner('attach', volume, core.cache_id,
+                                      core.core_id, record, owner_epoch,
+                                      lambda: dirty)
+        return core
 
     def _add(self, core_device: str, requested: modes.CacheMode,
              volume: str, caches: list[casadm_mod.CacheInstance],

@@ -392,7 +392,8 @@ class CachedRBDConnector(rbd.RBDConnector):
         for link in sorted(links):
             devlinks.remove_link(link, device)
         # no core, no drain: a life-cycle record of it has nothing to hold
-        lifecycle.remove_record(volume.spec)
+        lifecycle.advance(volume.spec, lifecycle.ABSENT, 'detach',
+                          volume.label)
         if not (removed or unmapped):
             LOG.info('Volume %s was already detached from this host.',
                      volume.label)
@@ -425,18 +426,14 @@ class CachedRBDConnector(rbd.RBDConnector):
         """
         if volume.owner_epoch is ownership.UNKNOWN:
             return
-        record = ownership.read(core.device)
-        if record is not None and record.epoch in (volume.owner_epoch,
-                                                   also):
-            return
-        dirty = self.volume_cache.casadm.dirty_blocks(core)
-        if dirty == 0:
-            return
-        error = ownership.not_owner(action, volume.label, core.cache_id,
-                                    core.core_id, dirty, record,
-                                    volume.owner_epoch)
-        LOG.error('%s', error)
-        raise error
+        try:
+            ownership.refuse_unless_owner(
+                action, volume.label, core.cache_id, core.core_id,
+                ownership.read(core.device), volume.owner_epoch,
+                lambda: self.volume_cache.casadm.dirty_blocks(core), also)
+        except exception.NotDataOwner as error:
+            LOG.error('%s', error)
+            raise
 
     def _current(self, core: casadm_mod.Core) -> casadm_mod.Core:
         """*core* as casadm lists it now (the udev loader may have acted)."""
@@ -522,21 +519,10 @@ class CachedRBDConnector(rbd.RBDConnector):
         (:mod:`os_brick_cas.lifecycle`).
         """
         volume = volume_mod.from_connection_properties(connection_properties)
-        timeout = timeout or self.volume_cache.conf[opts.GROUP].flush_timeout
-        with locks.volume_lock(volume.spec):
-            cache, core = self._located(volume)
-            if cache is None or core is None or not core.active:
-                return False
-            self._refuse_unless_owner(volume, core)
-            lifecycle.require(self.volume_cache.casadm, volume.spec, 'flush',
-                              volume.label)
-            identity.verify_link(core.device, 'flush volume %s'
-                                 % volume.label, volume.spec)
-            with locks.cache_lock(core.cache_id), events.timed('flush'):
-                self.volume_cache.casadm.flush(core.cache_id,
-                                               core.core_id, timeout)
-        LOG.info('Flushed volume %s in place', volume.label)
-        return True
+        return lifecycle.Lifecycle(self.volume_cache.casadm).flush_in_place(
+            lifecycle.Volume(volume.spec, volume.volume_id),
+            volume.owner_epoch,
+            timeout or self.volume_cache.conf[opts.GROUP].flush_timeout)
 
     def drain_blocker(self, connection_properties: dict[str, Any]
                       ) -> Optional[str]:

@@ -20,7 +20,7 @@ an attachment on Cinder's lost list, and the operator confirms.
 """
 
 import os
-from typing import Iterable, TextIO
+from typing import Iterable
 
 from oslo_log import log as logging
 
@@ -37,18 +37,18 @@ LOG = logging.getLogger(__name__)
 
 
 def discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
-            out: TextIO, casadm: casadm_mod.Casadm) -> int:
+            casadm: casadm_mod.Casadm) -> report.Outcome:
     """Drop *volume_id*'s core here if its attachment was declared lost.
 
     Under the volume's life-cycle lock (no attach, drain or recover
-    meanwhile). Returns the exit code: 0 dropped (or nothing cached), 1
-    refused or not confirmed.
+    meanwhile). done: dropped (or nothing cached); else refused or not
+    confirmed, with what to do.
     """
     core = report.find_volume_core(report.host_report(casadm), volume_id)
     spec = (rbd_names.parse_link_name(os.path.basename(core.core_device))
             if core is not None else None)
     if spec is None:
-        return _discard(volume_id, lost_epochs, confirmed, out, casadm)
+        return _discard(volume_id, lost_epochs, confirmed, casadm)
     with locks.volume_lock(spec):
         try:
             # declared lost by Cinder: its core here is stale (an
@@ -56,44 +56,41 @@ def discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
             lifecycle.require(casadm, spec, 'discard', volume_id,
                               classified=lifecycle.STALE)
         except exception.TransitionRefused as exc:
-            print('refused: %s' % exc, file=out)
-            return 1
-        code = _discard(volume_id, lost_epochs, confirmed, out, casadm)
-        if code == 0:
-            lifecycle.remove_record(spec)
-        return code
+            return report.Outcome(False, 'refused: %s' % exc)
+        outcome = _discard(volume_id, lost_epochs, confirmed, casadm)
+        if outcome.done:
+            lifecycle.advance(spec, lifecycle.STALE, 'discard', volume_id)
+        return outcome
 
 
 def _discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
-             out: TextIO, casadm: casadm_mod.Casadm) -> int:
+             casadm: casadm_mod.Casadm) -> report.Outcome:
     lost = set(lost_epochs)
     core = report.find_volume_core(report.host_report(casadm), volume_id)
     if core is None:
-        print('volume %s has no core on this host; nothing to discard'
-              % volume_id, file=out)
-        return 0
+        return report.Outcome(True, 'volume %s has no core on this host; '
+                                    'nothing to discard' % volume_id)
     label = 'core %d of cache instance %d (%s, %s dirty blocks)' % (
         core.cache_id, core.core_id, core.status, core.dirty_blocks)
     record = ownership.read(core.core_device)
     if record is None or record.epoch not in lost:
-        print('refused: %s of volume %s belongs to attachment %s, which '
-              'Cinder does not record as lost; its data may be the newest '
-              'there is. Detach or re-attach the volume on this host to '
-              'flush it instead.' % (label, volume_id,
-                                     record.epoch if record else
-                                     '(unknown: no ownership record)'),
-              file=out)
-        return 1
+        return report.Outcome(False, (
+            'refused: %s of volume %s belongs to attachment %s, which '
+            'Cinder does not record as lost; its data may be the newest '
+            'there is. Detach or re-attach the volume on this host to '
+            'flush it instead.') % (label, volume_id,
+                                    record.epoch if record else
+                                    '(unknown: no ownership record)'))
     if not confirmed:
-        print('would DROP %s of volume %s (attachment %s, declared lost). '
-              'Rerun with --yes to drop it.' % (label, volume_id,
-                                                record.epoch), file=out)
-        return 1
+        return report.Outcome(False, (
+            'would DROP %s of volume %s (attachment %s, declared lost). '
+            'Rerun with --yes to drop it.') % (label, volume_id,
+                                               record.epoch))
     with locks.cache_lock(core.cache_id):
         casadm.discard_core(core.core)
     LOG.warning('Discarded %s of volume %s: attachment %s was declared '
                 'lost', label, volume_id, record.epoch)
     priv_devices.forget_core(core.cache_id, core.core_id, core.core_device)
     priv_devices.forget_owner(core.core_device, core.cache_id, core.core_id)
-    print('dropped %s of volume %s' % (label, volume_id), file=out)
-    return 0
+    return report.Outcome(True, 'dropped %s of volume %s' % (label,
+                                                             volume_id))

@@ -41,12 +41,12 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
-from os_brick_cas.cmd import releases
 from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import locks
 from os_brick_cas import opts
+from os_brick_cas import releases
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)

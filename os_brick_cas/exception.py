@@ -334,3 +334,13 @@ class CacheDeviceHasMetadata(CasError):
                "%(device)s -l' (or 'os-brick-cas host apply "
                "--load-existing'), flush and stop it if it is to be "
                "re-created, then apply again.")
+
+
+class VolumeFencedElsewhere(CasError):
+    """The fence marker names another host that may hold the newest data."""
+
+    message = ('Volume %(volume)s may still hold write-back data in the '
+               'Open CAS cache of host %(fenced)s, so it cannot be attached '
+               'on %(host)s. Detach it cleanly on %(fenced)s; only if that '
+               'host is lost for good, clear the marker knowingly with '
+               "'os-brick-cas fence-clear %(volume)s --host-lost'.")

@@ -181,16 +181,6 @@ def predict(casadm: casadm_mod.Casadm, state: hostprep.HostState,
     return result
 
 
-def nova_budgets(conf: cfg.ConfigOpts = CONF) -> dict[str, int]:
-    """nova's drain budgets, if nova_ext's options are available."""
-    try:
-        from nova_ext import opts as nova_opts
-    except ImportError:
-        return {}
-    group = conf[nova_opts.GROUP]
-    return {name: getattr(group, name) for name in NOVA_BUDGETS}
-
-
 def budget_findings(predictions: list[Prediction],
                     budgets: dict[str, int]) -> list[tuple[str, str]]:
     """(level, message) per instance: WARN where a budget is too small."""

@@ -26,7 +26,7 @@ not the caller's attachment is never reused with its old blocks.
 import dataclasses
 import json
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 from oslo_config import cfg
 
@@ -89,6 +89,43 @@ def not_owner(action: str, volume: str, cache_id: int, core_id: int,
         dirty=dirty, epoch=record.epoch if record else 'unknown (no record)',
         owner='attachment %s of this host' % owner_epoch if owner_epoch
         else 'another host or no host')
+
+
+def owner_epoch_of(owner_host: Optional[str], owner_epoch: Optional[str],
+                   this_host: str) -> Optional[str]:
+    """The owner as the rule reads it, from Cinder's marker.
+
+    UNKNOWN when the marker names this host without an epoch (a marker
+    from before epochs); '' when it names another host or none; else the
+    owning attachment of this host.
+    """
+    if owner_host != this_host:
+        return ''
+    return owner_epoch
+
+
+def refuse_unless_owner(action: str, volume: str, cache_id: int,
+                        core_id: int, record: Optional[OwnerRecord],
+                        owner_epoch: Optional[str],
+                        dirty_blocks: Callable[[], int],
+                        also: Optional[str] = None) -> None:
+    """The one rule: may this host write this core's dirty data to Ceph?
+
+    Yes when the owner is UNKNOWN (nobody to ask: the caller knows no
+    marker), when the core's record names the owning attachment
+    *owner_epoch* (or *also*, the caller's own attachment), or when the
+    core is clean (nothing of another owner would be written). Otherwise
+    NotDataOwner: the newest data is elsewhere, and these blocks would
+    overwrite it. *dirty_blocks* is asked only when the verdict needs it.
+    """
+    if owner_epoch is UNKNOWN:
+        return
+    if record is not None and record.epoch in (owner_epoch, also):
+        return
+    dirty = dirty_blocks()
+    if dirty:
+        raise not_owner(action, volume, cache_id, core_id, dirty, record,
+                        owner_epoch)
 
 
 def verdict(attachment: Optional[str], dirty_blocks: Optional[int],

@@ -16,48 +16,56 @@ A server was deleted, or its volume force-detached, while the host was
 down: no attachment will ever detach the core, but its data is the newest
 there is (the fence marker still names this host and that attachment).
 ``recover`` maps the image, re-activates and flushes the core, removes it
-and unmaps - the detach nova never sent, with the same safety rules.
+and unmaps - the detach nova never sent, with the same safety rules. In
+the life-cycle table the core is ``orphaned`` and ``recover`` leads to
+``absent``. The result is returned; the CLI prints it.
 """
 
 import os
-from typing import Optional, TextIO
+from typing import Optional
 import uuid
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import connector as connector_mod
+from os_brick_cas import exception
+from os_brick_cas import lifecycle
+from os_brick_cas import locks
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
 from os_brick_cas import report
 
 
 def recover(volume_id: str, owner_epoch: Optional[str], rbd_user: str,
-            out: TextIO, casadm: casadm_mod.Casadm,
+            casadm: casadm_mod.Casadm,
             connector: Optional[connector_mod.CachedRBDConnector] = None
-            ) -> int:
-    """Flush and remove *volume_id*'s core here; 0 done, 1 refused."""
+            ) -> report.Outcome:
+    """Flush and remove *volume_id*'s core here, if its data is ours.
+
+    *owner_epoch*: the attachment Cinder's marker names on this host
+    (None: a marker from before epochs). Refused (done False) when the
+    core belongs to another attachment and is dirty, or is not a link
+    os-brick-cas names.
+    """
     reports = report.host_report(casadm)
     core = report.find_volume_core(reports, volume_id)
     if core is None:
-        print('volume %s has no core on this host; nothing to recover'
-              % volume_id, file=out)
-        return 0
-    record = ownership.read(core.core_device)
-    if owner_epoch is not None and (record is None or
-                                    record.epoch != owner_epoch):
-        print('refused: core %d of cache instance %d belongs to attachment '
-              '%s, but Cinder names attachment %s as the owner; its data '
-              'is not the newest (see "os-brick-cas discard").' % (
-                  core.core_id, core.cache_id,
-                  record.epoch if record else '(no record)', owner_epoch),
-              file=out)
-        return 1
-    spec = rbd_names.parse_link_name(os.path.basename(core.core_device))
-    if spec is None:
-        print('refused: %s is not a link os-brick-cas names; detach the '
-              'volume through nova instead.' % core.core_device, file=out)
-        return 1
+        return report.Outcome(True, 'volume %s has no core on this host; '
+                                    'nothing to recover' % volume_id)
     [mode] = [cache.mode for cache in reports
               if cache.cache_id == core.cache_id]
+    record = ownership.read(core.core_device)
+    try:
+        ownership.refuse_unless_owner(
+            'recover', volume_id, core.cache_id, core.core_id, record,
+            owner_epoch, lambda: core.dirty_blocks or 0)
+    except exception.NotDataOwner as exc:
+        return report.Outcome(False, 'refused: %s (see "os-brick-cas '
+                                     'discard").' % exc)
+    spec = rbd_names.parse_link_name(os.path.basename(core.core_device))
+    if spec is None:
+        return report.Outcome(False, 'refused: %s is not a link os-brick-cas '
+                                     'names; detach the volume through nova '
+                                     'instead.' % core.core_device)
     props = {
         'name': '/'.join(p for p in (spec.pool, spec.namespace, spec.image)
                          if p),
@@ -68,9 +76,14 @@ def recover(volume_id: str, owner_epoch: Optional[str], rbd_user: str,
         'hosts': [], 'ports': []}
     if record is not None:
         props['cas_owner_epoch'] = record.epoch
-    (connector or connector_mod.CachedRBDConnector(None)).disconnect_volume(
-        props, None)
-    print('recovered volume %s: core %d of cache instance %d flushed to '
-          'Ceph and removed' % (volume_id, core.core_id, core.cache_id),
-          file=out)
-    return 0
+    with locks.volume_lock(spec):
+        try:
+            lifecycle.require(casadm, spec, 'recover', volume_id,
+                              classified=lifecycle.ORPHANED)
+        except exception.TransitionRefused as exc:
+            return report.Outcome(False, 'refused: %s' % exc)
+        (connector or connector_mod.CachedRBDConnector(None)
+         ).disconnect_volume(props, None)
+    return report.Outcome(True, 'recovered volume %s: core %d of cache '
+                                'instance %d flushed to Ceph and removed' % (
+                                    volume_id, core.core_id, core.cache_id))

@@ -40,6 +40,14 @@ _CINDER_IMAGE = re.compile(
     r'(?P<pool>.+)-(?P<image>volume-(?P<volume_id>%s))' % _UUID)
 
 
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What a host command did: *done* (else refused) and what to say."""
+
+    done: bool
+    message: str
+
+
 @dataclasses.dataclass
 class CoreReport:
     cache_id: int

@@ -20,7 +20,6 @@ exit 130 and says how much is still dirty (nothing is lost).
 """
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -108,9 +107,9 @@ def flush_cores(casadm: casadm_mod.Casadm, cores: list[report.CoreReport],
             prefix, before, timeout), file=out, flush=True)
         start = time.monotonic()
         try:
-            with events.timed(events.FLUSH):   # os_brick_cas_flush_seconds
-                _flush_one(casadm, core, timeout, before, prefix, out,
-                           show_progress, cinder)
+            # os_brick_cas_flush_seconds: timed by the flush in place
+            _flush_one(casadm, core, timeout, before, prefix, out,
+                       show_progress, cinder)
         except (exception.FlushFailed, exception.FlushTimedOut,
                 exception.TransitionRefused, exception.LockTimedOut,
                 exception.NotDataOwner) as exc:
@@ -144,20 +143,17 @@ def _flush_one(casadm: casadm_mod.Casadm, core: report.CoreReport,
     spec = rbd_names.parse_link_name(os.path.basename(core.core_device))
 
     def flush() -> None:
-        # a life-cycle step like the connector's flush in place: the
-        # volume lock, the table's check, the instance lock inside
-        with (locks.volume_lock(spec) if spec is not None
-              else contextlib.nullcontext()):
-            if spec is not None:
-                lifecycle.require(casadm, spec, 'flush',
-                                  core.volume_id or core.core_device)
-                found = lifecycle.locate(casadm, spec)
-                if cinder is not None and found is not None:
-                    lifecycle.Lifecycle(casadm).refuse_other_owner(
-                        lifecycle.Volume(spec, core.volume_id), cinder,
-                        found, 'flush')
-            with locks.cache_lock(core.cache_id):
+        if spec is None:
+            # not a core os-brick-cas added: no volume to check
+            with locks.cache_lock(core.cache_id), events.timed(events.FLUSH):
                 casadm.flush(core.cache_id, core.core_id, timeout)
+            return
+        # the connector's flush in place (nova's), with the CLI's view of
+        # the owner
+        lifecycle.Lifecycle(casadm).flush_in_place(
+            lifecycle.Volume(spec, core.volume_id),
+            lifecycle.owner_epoch_now(cinder, core.volume_id)
+            if cinder is not None else None, timeout)
     try:
         if show_progress and before:
             progress.watch(flush, lambda: casadm.dirty_blocks(core.core),

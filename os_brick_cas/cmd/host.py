@@ -350,8 +350,19 @@ def check_findings(casadm: casadm_mod.Casadm,
                                  CONF[opts.GROUP].opencas_conf))
     findings += hostprep_drain.budget_findings(
         hostprep_drain.predict(casadm, state),
-        hostprep_drain.nova_budgets())
+        nova_budgets())
     return findings
+
+
+def nova_budgets(conf: cfg.ConfigOpts = CONF) -> dict[str, int]:
+    """nova's drain budgets, if nova_ext's options are available."""
+    try:
+        from nova_ext import opts as nova_opts
+    except ImportError:
+        return {}
+    group = conf[nova_opts.GROUP]
+    return {name: getattr(group, name)
+            for name in hostprep_drain.NOVA_BUDGETS}
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -25,9 +25,11 @@ import fixtures
 
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import discard
+from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
 from os_brick_cas import rbd_names
+from os_brick_cas import recover
 from tests.functional import test_lifecycle
 
 HOST = test_lifecycle.HOST
@@ -88,11 +90,29 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
     def test_discard_refused_mid_transition(self):
         core = self.attach(VOL_A, dirty=10)
         self.crash_mid_drain(core)
-        out = io.StringIO()
-        self.assertEqual(1, discard.discard(VOL_A, ['att-' + VOL_A[-4:]],
-                                            True, out, self.casadm))
-        self.assertIn('draining', out.getvalue())
+        outcome = discard.discard(VOL_A, ['att-' + VOL_A[-4:]], True,
+                                  self.casadm)
+        self.assertFalse(outcome.done)
+        self.assertIn('draining', outcome.message)
         self.assertEqual(core.core_id, self.core_of(VOL_A).core_id)
+
+    def test_recover_and_discard_return_their_outcome(self):
+        """Issue 32 (6): results, not prints and exit codes."""
+        core = self.attach(VOL_A, dirty=10)
+        # the marker names another attachment: the data here is not ours
+        refused = recover.recover(VOL_A, 'att-other', 'cinder', self.casadm,
+                                  self.connector)
+        self.assertEqual(False, refused.done)
+        self.assertIn('refused', refused.message)
+        self.assertEqual(core.core_id, self.core_of(VOL_A).core_id)
+        kept = discard.discard(VOL_A, ['att-lost'], True, self.casadm)
+        self.assertEqual(False, kept.done)
+        self.assertIn('does not record as lost', kept.message)
+        done = recover.recover(VOL_A, 'att-' + VOL_A[-4:], 'cinder',
+                               self.casadm, self.connector)
+        self.assertEqual(True, done.done, done.message)
+        self.assertIn('flushed to Ceph and removed', done.message)
+        self.assertEqual([], self.cores())
 
     def test_reclaim_only_of_a_verified_drain(self):
         core = self.attach(VOL_A, dirty=10)
@@ -108,7 +128,7 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.cinder.client().set(VOL_A, 'compute-b', 'att-b', expect=owner)
         # someone loads an IO-class table by hand: class 0 only
         self.casadm.load_io_classes(core.cache_id, [
-            lifecycle.drain_mod.UNCLASSIFIED])
+            drain_mod.UNCLASSIFIED])
         error = self.assertRaises(exception.TransitionRefused,
                                   machine.reclaim, subject, self.view(),
                                   lifecycle.deadline(10), 'att-x')
@@ -132,7 +152,7 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
             lifecycle.LIVE_MIGRATION, 'server-1'))
         # a table loaded by hand drops the drain class; writes get dirty
         self.casadm.load_io_classes(core.cache_id, [
-            lifecycle.drain_mod.UNCLASSIFIED])
+            drain_mod.UNCLASSIFIED])
         self.host.set_dirty(core.cache_id, core.core_id, 7)
         why = machine.keep_drained(subject, self.view(),
                                    lifecycle.deadline(10),
@@ -152,7 +172,7 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.host.reboot()          # clean (drained), now inactive
         self.connector.disconnect_volume(self.props_of(VOL_A), None)
         self.assertEqual([], self.cores())
-        self.assertEqual(set(), lifecycle.drain_mod.drained_cores(
+        self.assertEqual(set(), drain_mod.drained_cores(
             self.casadm.list_io_classes(core.cache_id)))
 
     def test_cli_flush_refused_mid_transition(self):

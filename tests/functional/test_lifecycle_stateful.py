@@ -53,6 +53,7 @@ from hypothesis import strategies as st
 from os_brick_cas import casadm
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
+from os_brick_cas import fence
 from os_brick_cas import lifecycle
 from os_brick_cas.simulator import state as sim_state
 from os_brick_cas import volume as volume_mod
@@ -382,7 +383,7 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                 assert state == lifecycle.CACHING, (
                     'I3: %s is %s after the restart and release'
                     % (volume_id, state))
-                assert self.cinder.owner(volume_id) == lifecycle.fence.Owner(
+                assert self.cinder.owner(volume_id) == fence.Owner(
                     HOST, epoch, False), self.cinder.owner(volume_id)
             for props, volume_id, epoch in self.volumes:
                 owner = self.cinder.owner(volume_id)

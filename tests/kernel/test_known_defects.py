@@ -19,9 +19,9 @@ v25.12.2 it attaches. The version comes from the loaded module's
 """
 
 from os_brick_cas import casadm
-from os_brick_cas.cmd import releases
 from os_brick_cas import exception
 from os_brick_cas import known_defects
+from os_brick_cas import releases
 from tests.kernel import base
 
 

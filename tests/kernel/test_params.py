@@ -19,8 +19,8 @@ the real casadm of each release is asked, through the product's reader.
 """
 
 from os_brick_cas import casadm
-from os_brick_cas.cmd import releases
 from os_brick_cas import host_layout_params as params
+from os_brick_cas import releases
 from tests.kernel import base
 
 

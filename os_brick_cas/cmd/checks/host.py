@@ -28,9 +28,9 @@ from os_brick_cas.cmd.checks import OK
 from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
 from os_brick_cas.cmd import config
-from os_brick_cas.cmd import releases
 from os_brick_cas import exception
 from os_brick_cas import opts
+from os_brick_cas import releases
 from os_brick_cas.simulator import state as sim_state
 
 #: kernel modules a caching host needs (``/sys/module/NAME`` when loaded)

@@ -39,6 +39,7 @@ from typing import Any, Iterator, Optional
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from os_brick_cas.lifecycle import states
 from os_brick_cas import locks
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
@@ -55,9 +56,7 @@ QUARANTINE = 'quarantine'
 #: a record is well under 1 KiB
 MAX_BYTES = 64 * 1024
 #: states a record may name (the life cycle's; add, never rename)
-KNOWN_STATES = frozenset((
-    'absent', 'caching', 'draining', 'drained', 'undraining', 'inactive',
-    'stale', 'orphaned'))
+KNOWN_STATES = frozenset(states.STATES)
 PHASES = (None, 'host', 'cinder')
 
 # reasons a record is quarantined, besides shared_files' own
