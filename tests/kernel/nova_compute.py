@@ -34,6 +34,7 @@ metadata it rebuilds) do nothing here, as there is no database.
 
 import glob
 import json
+import logging
 import os
 import sys
 import time
@@ -161,6 +162,10 @@ def reply(answer: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    # nova's and the product's log lines go to stderr (the test's log file)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format='%(asctime)s %(levelname)s %(name)s '
+                               '%(message)s')
     try:
         started = time.monotonic()
         compute = Compute(json.loads(sys.stdin.readline()))
