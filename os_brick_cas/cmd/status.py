@@ -90,8 +90,7 @@ def render_table(reports: list[report.CacheReport],
                 lines.append('        drained: writes go straight to Ceph '
                              '(os-brick-cas undrain)')
             for holder in core.held_by:
-                lines.append('        held open by %s: the core stays until '
-                             'it closes the device' % holder)
+                lines.append('        held open by %s' % holder)
         lines.append('')
     lines.append('DIRTY is in 4 KiB blocks not yet written to Ceph.')
     return '\n'.join(lines) + '\n'
