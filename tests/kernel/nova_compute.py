@@ -13,16 +13,17 @@
 """nova-compute's volume calls against a real libvirtd, in its own process.
 
 tests/kernel/test_libvirt.py starts this module (``python -m
-tests.kernel.nova_compute``) once per test class: nova's option and object
+tests.kernel.nova_compute``) once per test module: nova's option and object
 registries would collide with the other kernel tests', and nova's libvirt
 event threads are not daemon threads, so it ends with ``os._exit``. The
 first line on stdin is the set-up (JSON)::
 
-    {"os_brick_cas": {...}, "libvirt": {...}, "instance_uuid": "..."}
+    {"os_brick_cas": {...}, "lock_path": "...", "instance_uuid": "..."}
 
 then one request per line, ``{"op": "attach" | "detach" | "exit",
-"connection_info": {...}, "mountpoint": "/dev/vdb"}``. Each answer is one
-line ``NOVA-COMPUTE {"ok": bool, "seconds": float, "error": str,
+"connection_info": {...}, "mountpoint": "/dev/vdb"}`` or ``{"op":
+"libvirt-options", "options": {...}}`` (``[libvirt]`` overrides). Each
+answer is one line ``NOVA-COMPUTE {"ok": bool, "seconds": float, "error": str,
 "message": str, "qemu_held_at_disconnect": [...]}``.
 
 What runs is nova's own ``LibvirtDriver.attach_volume`` /
@@ -144,6 +145,10 @@ class Compute:
                 self.driver.detach_volume(
                     self.context, request['connection_info'],
                     self.instance, request['mountpoint'])
+            elif request['op'] == 'libvirt-options':
+                import nova.conf
+                for name, value in request['options'].items():
+                    nova.conf.CONF.set_override(name, value, group='libvirt')
             else:
                 raise ValueError('unknown op %r' % request['op'])
         except Exception as exc:

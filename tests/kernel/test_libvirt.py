@@ -71,7 +71,17 @@ def daemon() -> libvirt_host.Libvirtd:
     return _DAEMON
 
 
+_NOVA: Optional['NovaCompute'] = None
+#: lock_path, state_path and host layout of both processes
+WORKDIR = tempfile.mkdtemp(prefix='libvirt-tier-')
+INSTANCE_UUID = str(uuid.uuid4())
+
+
 def tearDownModule() -> None:
+    global _NOVA
+    if _NOVA is not None:
+        _NOVA.stop()
+        _NOVA = None
     if _DAEMON is not None:
         _DAEMON.stop()
 
@@ -108,6 +118,11 @@ class NovaCompute:
         return self._send({'op': op, 'connection_info': connection_info,
                            'mountpoint': MOUNTPOINT})
 
+    def libvirt_options(self, options: dict[str, Any]) -> None:
+        answer = self._send({'op': 'libvirt-options', 'options': options})
+        if not answer['ok']:
+            raise RuntimeError('nova refused %s: %s' % (options, answer))
+
     def stop(self) -> None:
         if self.process.poll() is None:
             try:
@@ -120,52 +135,40 @@ class NovaCompute:
 
 
 class LibvirtTierBase(base.KernelTestCase):
-    """A paused domain per test, one nova-compute process per class."""
+    """A paused domain per test; one nova-compute process per module."""
 
     caches = {1: 'wt', 2: 'wb'}
     native_hotplug = True
-    #: [libvirt] options of the nova process
-    libvirt_options: dict[str, Any] = {}
-    nova: Optional[NovaCompute] = None
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        cls.nova = None
-        cls.workdir = tempfile.mkdtemp(prefix='libvirt-tier-')
-        cls.instance_uuid = str(uuid.uuid4())
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        if cls.nova is not None:
-            cls.nova.stop()
-            cls.nova = None
-        super().tearDownClass()
+    #: [libvirt] options of the nova process for this class's tests
+    libvirt_options: dict[str, Any] = {'device_detach_timeout': 20,
+                                       'device_detach_attempts': 8}
+    instance_uuid = INSTANCE_UUID
 
     def setUp(self) -> None:
+        global _NOVA
         super().setUp()
         daemon()
         # the nova process and this one share the host's state and layout
-        layout = os.path.join(self.workdir, 'host-layout.yaml')
+        layout = os.path.join(WORKDIR, 'host-layout.yaml')
         self.write_host_layout(layout)
         host_options = dict(
-            lock_path=self.workdir, state_path=self.workdir,
+            lock_path=WORKDIR, state_path=WORKDIR,
             opencas_conf=base.OPENCAS_CONF, flush_timeout=120,
             casadm_timeout=60, host_layout=layout,
             accepted_data_loss_defects=['ocf-hit-invalid-backfill'],
             cache_instances={mode: str(cache_id) for cache_id, mode in
                              self.caches.items()})
         self.conf.config(group=opts.GROUP, **host_options)
-        if type(self).nova is None:
-            type(self).nova = NovaCompute(
-                {'os_brick_cas': host_options, 'lock_path': self.workdir,
-                 'libvirt': self.libvirt_options,
-                 'instance_uuid': self.instance_uuid},
-                os.path.join(base.RESULTS or self.workdir,
-                             'nova-compute-%s.log' % type(self).__name__))
+        if _NOVA is None:
+            _NOVA = NovaCompute(
+                {'os_brick_cas': host_options, 'lock_path': WORKDIR,
+                 'instance_uuid': INSTANCE_UUID},
+                os.path.join(base.RESULTS or WORKDIR, 'nova-compute.log'))
+        self.nova = _NOVA
+        self.nova.libvirt_options(self.libvirt_options)
         self.domain = libvirt_host.Domain(
-            self.instance_uuid, native_hotplug=self.native_hotplug)
-        self.domain.define_and_start(self.workdir)
+            INSTANCE_UUID, native_hotplug=self.native_hotplug)
+        self.domain.define_and_start(WORKDIR)
         # runs before reset_host (registered first): QEMU lets go first
         self.addCleanup(self.domain.remove)
 
@@ -176,7 +179,7 @@ class LibvirtTierBase(base.KernelTestCase):
 
     def nova_call(self, op: str, info: dict[str, Any]) -> dict[str, Any]:
         answer = self.nova.call(op, info)
-        figure('%s-%s' % (type(self).__name__, op), answer['seconds'])
+        figure('%s-%s' % (self._testMethodName, op), answer['seconds'])
         return answer
 
     def nova_ok(self, op: str, info: dict[str, Any]) -> dict[str, Any]:
