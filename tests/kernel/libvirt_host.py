@@ -141,7 +141,9 @@ class Libvirtd:
                 shutil.copy2(os.path.join(CAPS_CACHE, name), self.caps_cache)
 
     def stop(self) -> None:
-        for name in virsh('list', '--all', '--name').split():
+        """Power off and undefine every domain, then end libvirtd."""
+        listed = run('virsh', '-c', URI, 'list', '--all', '--name')
+        for name in listed.stdout.split():
             run('virsh', '-c', URI, 'destroy', name)
             run('virsh', '-c', URI, 'undefine', name)
         if self.process and self.process.poll() is None:
