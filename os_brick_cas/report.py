@@ -14,7 +14,8 @@
 
 Shared by ``os-brick-cas status``, ``doctor`` and ``flush``: one list of
 cache instances with their statistics and, for each core, the Cinder
-volume behind it (read from the core's by-id name).
+volume behind it (read from the core's by-id name) and the processes that
+hold its exported device open.
 """
 
 import dataclasses
@@ -26,6 +27,7 @@ from oslo_log import log as logging
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import drain
 from os_brick_cas import exception
+from os_brick_cas import openers
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
 from os_brick_cas import validation
@@ -66,6 +68,9 @@ class CoreReport:
     attachment: Optional[str] = None
     #: pinned to a no-allocation IO class: cannot get dirty (drain)
     drained: bool = False
+    #: processes holding ``exported`` open (e.g. a QEMU whose hot-unplug
+    #: never completed): while any does, the core cannot be removed
+    held_by: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def core(self) -> casadm_mod.Core:
@@ -193,7 +198,10 @@ def host_report(casadm: casadm_mod.Casadm,
     """
     configured = configured or {}
     reports = []
-    for cache in casadm.list_caches():
+    caches = casadm.list_caches()
+    held = openers.openers(core.exported for cache in caches
+                           for core in cache.cores if core.exported)
+    for cache in caches:
         stats = _stats(casadm, cache.cache_id)
         drained = _drained(casadm, cache)
         reports.append(CacheReport(
@@ -204,10 +212,17 @@ def host_report(casadm: casadm_mod.Casadm,
             occupancy_percent=_number(stats, 'Occupancy [%]'),
             dirty_blocks=_int(stats, casadm_mod.DIRTY_BLOCKS),
             read_hit_ratio=hit_ratio(stats, 'Read'),
-            cores=[dataclasses.replace(core_report(casadm, core),
-                                       drained=core.core_id in drained)
+            cores=[_with_state(core_report(casadm, core), drained,
+                               held.get(core.exported or '', []))
                    for core in cache.cores]))
     return reports
+
+
+def _with_state(core: CoreReport, drained: set[int],
+                openers_of_core: list[openers.Opener]) -> CoreReport:
+    return dataclasses.replace(
+        core, drained=core.core_id in drained,
+        held_by=[str(opener) for opener in openers_of_core])
 
 
 def _drained(casadm: casadm_mod.Casadm,

@@ -55,6 +55,14 @@ mkdir -p "$cache" || fail "cannot create cache directory $cache"
 tools/kernel/install-host.sh || fail "could not install the host packages"
 kver=$(tools/kernel/install-host.sh --kernel-version) ||
     fail "cannot tell the version of linux-image-amd64"
+# libvirt's Python binding for tests/kernel/test_libvirt.py's nova driver,
+# built against the host's libvirt 9.0 (libvirt-dev); only this tier needs
+# it, so it is added here rather than by tools/setup-env.sh
+if ! "$venv/bin/python" -c 'import libvirt' 2>/dev/null; then
+    note "building libvirt-python 9.0.0 into $venv"
+    "$venv/bin/pip" install -q libvirt-python==9.0.0 ||
+        fail "could not build libvirt-python 9.0.0 (needs libvirt-dev, pkg-config, gcc)"
+fi
 vmlinuz=/boot/vmlinuz-$kver
 [ -r "$vmlinuz" ] || fail "$vmlinuz missing (linux-image-$kver not installed)"
 vng_venv=$cache/virtme-ng-1.42
@@ -121,7 +129,11 @@ fi
 timeout_s=${OS_BRICK_CAS_KERNEL_TIMEOUT:-1200}
 # The guest sees the host's / read-only, but /var, /tmp and some others
 # are fresh tmpfs there: share what it needs explicitly, at the same paths.
-shares=(--rodir "$casroot" --rodir "$checkout")
+# libvirtd's probe of QEMU's capabilities (22-34 s in the guest) is kept
+# here between runs; libvirt itself drops it when QEMU or libvirt change
+libvirt_caps=$cache/libvirt-capabilities
+mkdir -p "$libvirt_caps"
+shares=(--rodir "$casroot" --rodir "$checkout" --rwdir "$libvirt_caps")
 [ "$mode" = provision ] && shares+=(--rodir "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV")
 case "$(realpath "$venv")/" in
     "$checkout"/*) ;;
@@ -139,7 +151,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 note "booting $vmlinuz (memory ${OS_BRICK_CAS_KERNEL_MEMORY:-2G}, bound ${timeout_s}s); results in $results"
-guest_cmd=$(printf '%q ' "$checkout/tools/kernel/guest.sh" "$results" \
+guest_cmd=$(printf '%q ' env OS_BRICK_CAS_KERNEL_LIBVIRT_CAPS="$libvirt_caps" \
+            "$checkout/tools/kernel/guest.sh" "$results" \
             "$checkout" "$casroot" "$venv" "$mode" "$@")
 # vng's qemu opens /proc/self/fd/1 and /2 as "file" chardevs, which
 # truncates a regular file: through pipes, a log this run's output is

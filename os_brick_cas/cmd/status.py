@@ -100,6 +100,8 @@ def render_table(reports: list[report.CacheReport],
             if core.drained:
                 lines.append('        drained: writes go straight to Ceph '
                              '(os-brick-cas undrain)')
+            for holder in core.held_by:
+                lines.append('        held open by %s' % holder)
         lines.append('')
     lines.append('DIRTY is %s not yet written to Ceph.' % (
         'in 4 KiB blocks' if raw else 'the data (--raw: in 4 KiB blocks)'))

@@ -2,7 +2,10 @@
 # Host packages of the real-kernel tier, from apt: qemu, Debian's current
 # kernel image with its headers (the guest kernel and what Open CAS builds
 # against), busybox-static (virtme-ng's initramfs), Ceph (tools/install-
-# ceph.sh). Idempotent.
+# ceph.sh), and for tests/kernel/test_libvirt.py the libvirtd the guest
+# runs (no libvirt-daemon-system: no systemd units, no /etc/libvirt/
+# qemu.conf) with libvirt-dev and pkg-config to build libvirt-python.
+# Idempotent.
 #   tools/kernel/install-host.sh                  # install what is missing
 #   tools/kernel/install-host.sh --kernel-version # print the guest kernel
 set -euo pipefail
@@ -20,7 +23,8 @@ if [ "${1:-}" = --kernel-version ]; then
 fi
 need=()
 for pkg in qemu-system-x86 linux-image-amd64 linux-headers-amd64 \
-           busybox-static; do
+           busybox-static libvirt-daemon libvirt-daemon-driver-qemu \
+           libvirt-clients qemu-utils libvirt-dev pkg-config; do
     dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null |
         grep -q 'install ok installed' || need+=("$pkg")
 done
