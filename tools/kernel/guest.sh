@@ -52,6 +52,12 @@ else
     cp -a "$files/lib/opencas" /lib/opencas
     ln -sf /lib/opencas/casctl /usr/sbin/casctl
     install -D -m 644 "$files/lib/udev/rules.d/"*.rules -t /lib/udev/rules.d/
+    # the build's manifest (release, patches, srcversion): known_defects
+    # reads it, as on a host the role provisioned
+    if [ -f "$files/usr/lib/opencas/os-brick-cas-build.json" ]; then
+        install -D -m 644 "$files/usr/lib/opencas/os-brick-cas-build.json" \
+            -t /usr/lib/opencas/
+    fi
     mkdir -p /etc/opencas
 
     step "loading rbd, brd and cas_cache"
