@@ -13,7 +13,8 @@
 # (the reproducers' by-name runs on the unpatched release); unset or
 # "series": the series of the tarball's release (the default, CI's build).
 # Staging roots are kept in CACHE_DIR/ansible-opencas/, keyed by the
-# kernel version and the tarball's sha256 (the role's build_root naming): a
+# kernel version, the tarball's sha256 and the patches' hash (the role's
+# build_root naming): a
 # cached build is a ~10 s run that must change nothing, and a fresh build
 # (~4.5 min on 2 cores) is followed by a second run that must change
 # nothing, so the tasks' idempotence is checked on every run.
