@@ -107,8 +107,10 @@ class OpenCasDataLossDefect(CasError):
     message = ("Open CAS %(version)s, loaded on this host, has a known "
                "defect that can lose acknowledged %(mode)s writes "
                "(%(defect)s: %(summary)s). Mode %(mode)s is not offered for "
-               "new attaches here. Install an Open CAS release without it "
-               "(v25.12.2 or v24.9), offer wt instead, or, knowing your "
+               "new attaches here. Load a module built with the "
+               "os_brick_cas role's patch series, install an Open CAS "
+               "release without it (v25.12.2 or v24.9), offer wt instead, "
+               "or, knowing your "
                "guests cannot trigger it, accept it in [os_brick_cas] "
                "accepted_data_loss_defects = %(defect)s.")
 

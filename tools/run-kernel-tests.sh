@@ -14,6 +14,10 @@
 #                                 the newest in ../shared/vendor/open-cas/)
 #   OS_BRICK_CAS_OPENCAS_RELEASE  instead, a release of that directory
 #                                 (e.g. v24.9: open-cas-linux-v24.9.tar.xz)
+#   OS_BRICK_CAS_OPENCAS_PATCHES  none: build without the role's patch
+#                                 series (default: the release's series;
+#                                 tools/kernel/build-opencas.sh)
+#   OS_BRICK_CAS_RACE_PASSES      passes per test_reader_race test (3)
 #   OS_BRICK_CAS_KERNEL_CACHE     build and virtme-ng cache (default:
 #                                 $XDG_CACHE_HOME/os-brick-cas, else
 #                                 /var/cache/os-brick-cas)

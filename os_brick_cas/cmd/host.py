@@ -119,22 +119,26 @@ def _ram_lines(state: hostprep.HostState, raw: bool = False) -> list[str]:
 
 
 def _defect_warnings(state: hostprep.HostState) -> list[str]:
-    """Layout instances whose mode the Open CAS release can lose writes of.
+    """Crash defects of the release; instances whose mode it can lose.
 
-    The loaded module's release decides; before it is loaded, casadm's
-    (the module the host will load comes from the same build).
+    The loaded module's release decides, with the fixes its build manifest
+    lists (known_defects.loaded_module); before it is loaded, casadm's
+    release, with no fix counted (which build will load is not known yet).
     """
     version = known_defects.loaded_version(CONF) or state.cli_version
-    warnings = []
+    warnings = ['WARN Open CAS %s has known defect %s: %s (%s)' % (
+        version, defect.key, defect.advice, defect.summary)
+        for defect in known_defects.crash_defects(version, CONF)]
     for item in state.instances:
         mode = item.layout.mode
         for defect in known_defects.unaccepted(mode, version, CONF):
             warnings.append(
                 'WARN instance %d (%s): Open CAS %s has known defect %s, '
                 'which can lose acknowledged %s writes; new %s attaches '
-                'will be refused (doctor fails the mode) until you install '
-                'a release without it (v25.12.2 or v24.9) or accept it in '
-                '[os_brick_cas] accepted_data_loss_defects = %s' % (
+                'will be refused (doctor fails the mode) until you load a '
+                "module built with the os_brick_cas role's patch series, "
+                'install a release without it (v25.12.2 or v24.9) or accept '
+                'it in [os_brick_cas] accepted_data_loss_defects = %s' % (
                     item.layout.cache_id, mode.value, version, defect.key,
                     mode.value, mode.value, defect.key))
     return warnings

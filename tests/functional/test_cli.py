@@ -287,7 +287,7 @@ class DoctorTestCase(CliTestCase):
             ['casadm', 'kernel', 'kernel-modules', 'rootwrap-filter',
              'udev-rule', 'state-path', 'configuration', 'lock-path',
              'shared-dirs',
-             'cache-instances',
+             'cache-instances', 'opencas-defects',
              'stopped-caches', 'persistence', 'cores', 'drain',
              'fallback-policy', 'owners', 'host-layout', 'drift'],
             list(dict.fromkeys(f['check'] for f in doc['findings'])))

@@ -29,6 +29,7 @@ import fixtures
 from nova_ext import opts as nova_opts  # noqa: F401  (drain budgets)
 from os_brick_cas.cmd import doctor
 from os_brick_cas.cmd import main as cli
+from os_brick_cas.simulator import module as sim_module
 from tests.functional import base
 
 GIB = 2 ** 30
@@ -132,14 +133,34 @@ class HostLayoutTestCase(base.FunctionalTestCase):
             self.assertIn('accepted_data_loss_defects = '
                           'ocf-hit-invalid-backfill', out)
             self.assertNotIn('instance 1 (wt): Open CAS', out)
+            # the crash defect of the same release: a warning, every mode
+            self.assertIn('WARN Open CAS 26.03.2.0000.release has known '
+                          'defect ocf-alock-read-holders: a host crash', out)
         self.conf.config(group='os_brick_cas',
                          accepted_data_loss_defects=[
                              'ocf-hit-invalid-backfill'])
-        self.assertNotIn('known defect', self.host_cli('plan')[1])
+        out = self.host_cli('plan')[1]
+        self.assertNotIn('known defect ocf-hit-invalid-backfill', out)
+        self.assertIn('known defect ocf-alock-read-holders', out)
         self._write('sys/module/cas_cache/version', '25.12.2.0000.release\n')
         self.conf.conf.clear_override('accepted_data_loss_defects',
                                       group='os_brick_cas')
         self.assertNotIn('known defect', self.host_cli('plan')[1])
+
+    def test_plan_warns_of_nothing_once_the_patched_build_is_loaded(self):
+        # the role's v26.03.2 build with its patch series, loaded: its
+        # manifest lists both fixes and its srcversion is the loaded one
+        built = sim_module.build(self.root, '26.03.2.0000.release')
+        sim_module.load(self.root, '26.03.2.0000.release', built)
+        code, out, err = self.host_cli('plan')
+        self.assertEqual(0, code, err)
+        self.assertNotIn('known defect', out)
+        # the release's own module loaded instead (not rebuilt, or the old
+        # module still loaded): both come back
+        sim_module.load(self.root, '26.03.2.0000.release')
+        out = self.host_cli('plan')[1]
+        self.assertIn('known defect ocf-hit-invalid-backfill', out)
+        self.assertIn('known defect ocf-alock-read-holders', out)
 
     # -- apply --------------------------------------------------------------
     def test_apply_twice_changes_nothing_the_second_time(self):

@@ -13,7 +13,9 @@
 """A mode the loaded Open CAS release can lose writes of is not offered.
 
 The release comes from ``<host_root>/sys/module/cas_cache/version`` (the
-loaded module's MODULE_VERSION); the simulator stands in for casadm and
+loaded module's MODULE_VERSION), the fixes from the build manifest when
+``srcversion`` is the manifest's (the simulator writes both, as the role's
+build and a loaded module do); the simulator stands in for casadm and
 krbd; policy, fallback, connector and doctor are the real code.
 """
 
@@ -26,10 +28,11 @@ import fixtures
 
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import exception
-from os_brick_cas import known_defects
+from os_brick_cas.simulator import module as sim_module
 from tests.functional import base
 
 DEFECT = 'ocf-hit-invalid-backfill'
+CRASH = 'ocf-alock-read-holders'
 
 
 class KnownDefectTestCase(base.FunctionalTestCase):
@@ -42,11 +45,14 @@ class KnownDefectTestCase(base.FunctionalTestCase):
         self.conf.config(group='os_brick_cas', host_root=self.root)
         self.load_module('26.03.2.0000.release')
 
-    def load_module(self, version: str) -> None:
-        path = os.path.join(self.root, known_defects.VERSION_FILE)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, 'w') as version_file:
-            version_file.write(version + '\n')
+    def load_module(self, version: str, manifest=None) -> None:
+        sim_module.load(self.root, version, manifest)
+
+    def doctor(self) -> tuple[int, str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = cli.main(['doctor'])
+        return code, out.getvalue()
 
     def test_a_new_wb_attach_is_refused_with_what_to_do(self):
         props = self.props(self.image('volume-gate'), 'wb')
@@ -115,3 +121,74 @@ class KnownDefectTestCase(base.FunctionalTestCase):
         self.assertIn(DEFECT, line)
         self.assertIn('OK   mode wt -> cache instance 1 is running',
                       out.getvalue())
+
+    def test_doctor_warns_of_the_crash_defect_in_every_mode(self):
+        code, out = self.doctor()
+        [line] = [line for line in out.splitlines() if CRASH in line]
+        self.assertTrue(line.startswith('WARN Open CAS 26.03.2.0000.release '
+                                        'has known defect %s' % CRASH), line)
+        self.assertIn('no build manifest', line)
+        self.load_module('25.12.2.0000.release')
+        self.assertNotIn(CRASH, self.doctor()[1])
+
+
+class PatchedBuildTestCase(base.FunctionalTestCase):
+    """The role's patched v26.03.2 build: wb offered, nothing accepted."""
+
+    caches = {1: 'wt', 2: 'wb'}
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.tmp, 'root')
+        self.conf.config(group='os_brick_cas', host_root=self.root,
+                         accepted_data_loss_defects=[])
+        self.built = sim_module.build(self.root, '26.03.2.0000.release')
+        sim_module.load(self.root, '26.03.2.0000.release', self.built)
+
+    def doctor(self) -> tuple[int, str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = cli.main(['doctor'])
+        return code, out.getvalue()
+
+    def test_wb_attaches_and_doctor_says_both_defects_are_fixed(self):
+        props = self.props(self.image('volume-patched'), 'wb')
+        info = self.connector.connect_volume(props)
+        self.assertEqual('wb', info['cache_mode'])
+        self.connector.disconnect_volume(props, info)
+        self.assert_clean_host()
+        code, out = self.doctor()
+        self.assertIn('OK   mode wb -> cache instance 2 is running', out)
+        for key in (DEFECT, CRASH):
+            self.assertIn('OK   Open CAS 26.03.2.0000.release: known defect '
+                          '%s is fixed in the loaded module (the loaded '
+                          'module is the build of /usr/lib/opencas/'
+                          'os-brick-cas-build.json (0001-' % key, out)
+        self.assertNotIn('FAIL', out)
+
+    def test_the_unpatched_module_loaded_keeps_the_gate(self):
+        # the manifest is the patched build's, but the module loaded is
+        # another (the release's own, loaded before the build was installed)
+        sim_module.load(self.root, '26.03.2.0000.release')
+        props = self.props(self.image('volume-stale-module'), 'wb')
+        error = self.assertRaises(exception.NoCacheForMode,
+                                  self.connector.connect_volume, props)
+        self.assertIn(DEFECT, str(error))
+        self.assert_clean_host()
+        code, out = self.doctor()
+        self.assertEqual(2, code)
+        self.assertIn('is not the build of /usr/lib/opencas/'
+                      'os-brick-cas-build.json (srcversion %s)'
+                      % self.built['srcversion'], out)
+
+    def test_a_manifest_without_the_fix_keeps_the_gate(self):
+        # the role run with os_brick_cas_opencas_patches: [] (unpatched)
+        unpatched = sim_module.build(self.root, '26.03.2.0000.release',
+                                     patched=False)
+        sim_module.load(self.root, '26.03.2.0000.release', unpatched)
+        error = self.assertRaises(
+            exception.NoCacheForMode, self.connector.connect_volume,
+            self.props(self.image('volume-unpatched'), 'wb'))
+        self.assertIn(DEFECT, str(error))
+        self.assertIn('WARN Open CAS 26.03.2.0000.release has known defect '
+                      '%s' % CRASH, self.doctor()[1])

@@ -101,6 +101,8 @@ class KernelTestCase(testtools.TestCase):
     #: background cleaning of every instance ('nop': dirty stays dirty
     #: until a flush, so "not in Ceph yet" is deterministic)
     cleaning = 'nop'
+    #: cache id -> cache line size in KiB (casadm -x); default 4
+    line_size_kib: dict[int, int] = {}
 
     def setUp(self) -> None:
         super().setUp()
@@ -113,9 +115,11 @@ class KernelTestCase(testtools.TestCase):
         self.addCleanup(self.reset_host)
         self.reset_host()
         for cache_id, mode in sorted(self.caches.items()):
+            line = (['-x', str(self.line_size_kib[cache_id])]
+                    if cache_id in self.line_size_kib else [])
             self.casadm_ok('-S', '-i', str(cache_id), '-d',
                            '/dev/ram%d' % (cache_id - 1), '-c', mode,
-                           '--force')
+                           '--force', *line)
             self.casadm_ok('-X', '-n', 'cleaning', '-i', str(cache_id),
                            '-p', self.cleaning)
         self.write_opencas_conf()

@@ -10,11 +10,13 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The known-defect gate reads the real module's version from sysfs.
+"""The known-defect gate reads the real module's version and build.
 
 On a release with a known write-back data-loss defect (v26.03), a new wb
-attach is refused unless the operator accepts the defect; on v24.9 and
-v25.12.2 it attaches. The version comes from the loaded module's
+attach is refused unless the operator accepts the defect or the loaded
+module is a build whose manifest lists the fix (the role's patch series:
+its srcversion is the one sysfs shows); on v24.9 and v25.12.2 it
+attaches. The version comes from the loaded module's
 /sys/module/cas_cache/version, the same module ``casadm -V`` reports.
 """
 
@@ -34,9 +36,19 @@ class KnownDefectGateTestCase(base.KernelTestCase):
         listed = casadm.Casadm().version()['CAS Cache Kernel Module']
         self.assertEqual(releases.major_minor(listed),
                          releases.major_minor(version))
+        module = known_defects.loaded_module()
+        manifest = known_defects.read_manifest()
+        # the tier installs the build's manifest; its srcversion is the
+        # loaded module's (modinfo of the staged .ko = sysfs)
+        self.assertIsNotNone(manifest)
+        self.assertEqual(manifest['srcversion'], module.srcversion)
+        patched = manifest['patches'] != []
+        self.assertEqual(patched and version.startswith('26.03'),
+                         'ocf-hit-invalid-backfill' in module.fixed,
+                         module.note)
         self.conf.config(group='os_brick_cas', accepted_data_loss_defects=[])
         props = self.props(self.image('gate'), 'wb')
-        if version.startswith('26.03'):
+        if version.startswith('26.03') and not patched:
             error = self.assertRaises(exception.NoCacheForMode,
                                       self.connector.connect_volume, props)
             self.assertIn('ocf-hit-invalid-backfill', str(error))

@@ -7,9 +7,14 @@
 #   tools/kernel/build-opencas.sh TARBALL KERNEL_VERSION CACHE_DIR
 # Prints the role's staging root on the last line of stdout:
 #   ROOT/files/ mirrors / (lib/modules/KVER/extra/block/opencas/cas_cache.ko,
-#   sbin/casadm, lib/opencas/, lib/udev/rules.d/, ...), ROOT/VERSION.
+#   sbin/casadm, lib/opencas/, lib/udev/rules.d/, usr/lib/opencas/
+#   os-brick-cas-build.json, ...), ROOT/VERSION.
+# OS_BRICK_CAS_OPENCAS_PATCHES=none builds without the role's patch series
+# (the reproducers' by-name runs on the unpatched release); unset or
+# "series": the series of the tarball's release (the default, CI's build).
 # Staging roots are kept in CACHE_DIR/ansible-opencas/, keyed by the
-# kernel version and the tarball's sha256 (the role's build_root naming): a
+# kernel version, the tarball's sha256 and the patches' hash (the role's
+# build_root naming): a
 # cached build is a ~10 s run that must change nothing, and a fresh build
 # (~4.5 min on 2 cores) is followed by a second run that must change
 # nothing, so the tasks' idempotence is checked on every run.
@@ -20,13 +25,18 @@ cache=$3
 cd "$(dirname "$0")/../.."
 [ -r "$tarball" ] || { echo "Open CAS tarball $tarball not readable" >&2; exit 1; }
 ansible_venv=$(tools/ansible-venv.sh)
+case "${OS_BRICK_CAS_OPENCAS_PATCHES:-series}" in
+    series) patches='{"os_brick_cas_opencas_patches": "series"}' ;;
+    none) patches='{"os_brick_cas_opencas_patches": []}' ;;
+    *) echo "OS_BRICK_CAS_OPENCAS_PATCHES must be series or none" >&2; exit 1 ;;
+esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export LC_ALL=C.UTF-8 ANSIBLE_NOCOLOR=1 ANSIBLE_ROLES_PATH=$PWD/deploy/ansible/roles
 build() {
     "$ansible_venv/bin/ansible-playbook" -i localhost, -c local \
         tools/kernel/ansible-build.yml \
-        -e "os_brick_cas_opencas_kernel=$kver" \
+        -e "os_brick_cas_opencas_kernel=$kver" -e "$patches" \
         -e "os_brick_cas_opencas_tarball=$(realpath "$tarball")" \
         -e "os_brick_cas_opencas_build_root=$cache/ansible-opencas" \
         -e "os_brick_cas_root_file=$work/root" > "$work/build-$1.log" 2>&1 ||
@@ -37,7 +47,7 @@ build() {
     grep -Eq '^localhost +: .*changed=0 .*failed=0' "$work/build-$1.log"
 }
 start=$SECONDS
-echo "[build-opencas] Open CAS $(basename "$tarball") for kernel $kver with the role's build tasks (cold: ~4.5 min)" >&2
+echo "[build-opencas] Open CAS $(basename "$tarball") for kernel $kver, patches: ${OS_BRICK_CAS_OPENCAS_PATCHES:-series}, with the role's build tasks (cold: ~4.5 min)" >&2
 if ! build 1; then
     [ -s "$work/root" ] || exit 1
     # it built (or something changed): a second run must change nothing

@@ -22,8 +22,10 @@ from os_brick_cas.cmd.checks import NotChecked
 from os_brick_cas.cmd.checks import OK
 from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
+from os_brick_cas.cmd import releases
 from os_brick_cas import drain
 from os_brick_cas import exception
+from os_brick_cas import known_defects
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
 from os_brick_cas import report
@@ -59,6 +61,47 @@ def cache_instances(host: Host) -> Iterator[Finding]:
             yield Finding(OK, 'mode %s -> cache instance %d is running in '
                               'mode %s' % (mode.value, cache_id, mode.value),
                           cache_id=cache_id)
+
+
+@register('opencas-defects')
+def opencas_defects(host: Host) -> Iterator[Finding]:
+    """Known defects of the loaded Open CAS module, fixed by its build or not.
+
+    Data-loss defects also fail the modes they hurt (cache-instances);
+    crash defects are warnings.
+    """
+    module = known_defects.loaded_module(host.conf)
+    if module.version is None:
+        raise NotChecked(module.note)
+    release = releases.major_minor(module.version)
+    present = [defect for defect in known_defects.DEFECTS
+               if defect.affects(release)]
+    if not present:
+        yield Finding(OK, 'Open CAS %s has no defect os-brick-cas knows of'
+                      % module.version)
+    accepted = host.conf[opts.GROUP].accepted_data_loss_defects
+    for defect in present:
+        if defect.key in module.fixed:
+            yield Finding(OK, 'Open CAS %s: known defect %s is fixed in the '
+                              'loaded module (%s)' % (
+                                  module.version, defect.key, module.note))
+        elif defect.kind == known_defects.CRASH:
+            yield Finding(WARN, 'Open CAS %s has known defect %s (%s; %s): '
+                                '%s.' % (module.version, defect.key,
+                                         defect.summary, module.note,
+                                         defect.advice))
+        else:
+            yield Finding(WARN, 'Open CAS %s has known data-loss defect %s '
+                                'in modes %s (%s): %s. Rebuild it with the '
+                                "os_brick_cas role's patch series and load "
+                                'that module, or run v25.12.2 or v24.9.' % (
+                                    module.version, defect.key,
+                                    '/'.join(m.value for m in defect.modes),
+                                    module.note,
+                                    'accepted in [os_brick_cas] '
+                                    'accepted_data_loss_defects'
+                                    if defect.key in accepted else
+                                    'those modes are not offered'))
 
 
 @register('stopped-caches')

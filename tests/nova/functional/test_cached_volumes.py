@@ -18,6 +18,7 @@ import uuid
 from nova.tests.functional.api import client
 
 from os_brick_cas import known_defects
+from os_brick_cas.simulator import module as sim_module
 from tests.nova.functional import base
 
 WT_VOL = str(uuid.UUID(int=0xca5e1))
@@ -147,6 +148,20 @@ class CachedVolumeAttachTestCase(base.CachedVolumeTestBase):
                    group='os_brick_cas')
         self._run_periodics()
         self.assertIn('CUSTOM_OPENCAS_WB', self._get_provider_traits(
+            self.compute_rp_uuids['compute1']))
+
+    def test_wb_trait_on_the_patched_build_with_nothing_accepted(self):
+        # the role's v26.03.2 build with its patch series, loaded
+        root = os.path.join(self.tmp, 'root')
+        built = sim_module.build(root, '26.03.2.0000.release')
+        sim_module.load(root, '26.03.2.0000.release', built)
+        self._run_periodics()
+        self.assertIn('CUSTOM_OPENCAS_WB', self._get_provider_traits(
+            self.compute_rp_uuids['compute1']))
+        # the release's own module loaded instead: no trait
+        sim_module.load(root, '26.03.2.0000.release')
+        self._run_periodics()
+        self.assertNotIn('CUSTOM_OPENCAS_WB', self._get_provider_traits(
             self.compute_rp_uuids['compute1']))
 
     def test_write_back_live_migration_refused_where_drain_is_impossible(

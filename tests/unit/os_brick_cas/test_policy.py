@@ -10,6 +10,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import json
 import os
 
 import fixtures
@@ -145,3 +146,79 @@ class KnownDefectsTestCase(base.TestCase):
                                         (2, 'wb', 'Running')))
         self.assertEqual([WB], list(problems))
         self.assertIsInstance(problems[WB], exception.OpenCasDataLossDefect)
+
+    def test_crash_defect_of_v26_03_warns_in_every_mode_never_gates(self):
+        self.assertEqual(['ocf-alock-read-holders'], [
+            defect.key for defect in known_defects.crash_defects(
+                '26.03.2.0000.release', self.conf.conf, frozenset())])
+        self.assertEqual([], known_defects.crash_defects(
+            '25.12.2.0000.release', self.conf.conf, frozenset()))
+        for mode in modes.CacheMode:        # not a data-loss gate
+            self.assertNotIn('ocf-alock-read-holders',
+                             self.unaccepted(mode, '26.03.2.0000.release'))
+
+
+class LoadedModuleTestCase(base.TestCase):
+    """A build's fixes count only for the module its manifest describes."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.useFixture(fixtures.TempDir()).path
+        self.conf.config(group='os_brick_cas', host_root=self.root,
+                         accepted_data_loss_defects=[])
+
+    def write(self, relative, text):
+        path = os.path.join(self.root, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as out:
+            out.write(text)
+
+    def load(self, srcversion, fixes=('ocf-hit-invalid-backfill',),
+             manifest_srcversion='ABC123'):
+        self.write(known_defects.VERSION_FILE, '26.03.2.0000.release\n')
+        self.write(known_defects.SRCVERSION_FILE, srcversion + '\n')
+        self.write(known_defects.MANIFEST_FILE, json.dumps({
+            'release': 'v26.03.2', 'srcversion': manifest_srcversion,
+            'fixes': list(fixes),
+            'patches': [{'name': '0001-x.patch', 'sha256': '0' * 64}]}))
+
+    def gate(self, mode=WB):
+        return [defect.key for defect in known_defects.unaccepted(
+            mode, known_defects.loaded_version(self.conf.conf),
+            self.conf.conf)]
+
+    def test_the_manifests_module_loaded_has_its_fixes(self):
+        self.load('ABC123')
+        module = known_defects.loaded_module(self.conf.conf)
+        self.assertEqual(frozenset({'ocf-hit-invalid-backfill'}), module.fixed)
+        self.assertIn('0001-x.patch', module.note)
+        self.assertEqual([], self.gate())
+        self.assertEqual([], self.gate(WO))
+
+    def test_another_module_loaded_keeps_the_gate(self):
+        self.load('DEF456')
+        module = known_defects.loaded_module(self.conf.conf)
+        self.assertEqual(frozenset(), module.fixed)
+        self.assertIn('srcversion DEF456', module.note)
+        self.assertEqual(['ocf-hit-invalid-backfill'], self.gate())
+
+    def test_no_srcversion_or_a_broken_manifest_keeps_the_gate(self):
+        self.load('ABC123')
+        os.unlink(os.path.join(self.root, known_defects.SRCVERSION_FILE))
+        self.assertEqual(['ocf-hit-invalid-backfill'], self.gate())
+        self.load('ABC123')
+        self.write(known_defects.MANIFEST_FILE, '{"srcversion": "ABC1')
+        self.assertEqual(['ocf-hit-invalid-backfill'], self.gate())
+        self.write(known_defects.MANIFEST_FILE, '["ABC123"]')
+        self.assertEqual(['ocf-hit-invalid-backfill'], self.gate())
+
+    def test_a_manifest_that_lists_no_fix_keeps_the_gate(self):
+        self.load('ABC123', fixes=())
+        self.assertEqual(['ocf-hit-invalid-backfill'], self.gate())
+
+    def test_fixes_apply_only_to_the_loaded_version(self):
+        # casadm's version before the module is loaded: no fix counted
+        self.load('ABC123')
+        self.assertEqual(['ocf-hit-invalid-backfill'], [
+            defect.key for defect in known_defects.unaccepted(
+                WB, '26.03.2.1032.release', self.conf.conf)])
