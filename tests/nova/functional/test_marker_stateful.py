@@ -60,6 +60,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import sys
 import time
 import uuid
@@ -85,6 +86,7 @@ from os_brick_cas import casadm
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
+from os_brick_cas.lifecycle import journal
 from os_brick_cas.simulator import state as sim_state
 from os_brick_cas import volume as volume_mod
 from tests.functional import base
@@ -108,18 +110,9 @@ REFUSALS = (exception.CasError, nova_exception.NovaException,
 #: assertion message -> the branch whose fixes make it pass (remove the
 #: entry then: the test fails while it is listed and passes)
 KNOWN_VIOLATIONS: dict[str, dict[str, str]] = {
-    # a record of another shape (a newer release, a hand edit) makes
-    # start-up raise TypeError/KeyError (issue 32 point 4)
-    'test_journal_record_of_a_newer_release_is_never_fatal': {
-        r'^E: resolve_all raised (TypeError|KeyError)': 'lcfiles'},
-    'test_journal_record_of_a_foreign_shape_is_never_fatal': {
-        r'^E: resolve_all raised (TypeError|KeyError)': 'lcfiles'},
-    # start-up logs and skips an unreadable record, then nova's detach of
-    # that volume raises a JSON error (issue 32 point 4)
-    'test_journal_record_of_garbage_is_never_fatal': {
-        r'^E: disconnect_volume raised JSONDecodeError': 'lcfiles'},
-    'test_truncated_journal_record_is_never_fatal': {
-        r'^E: disconnect_volume raised JSONDecodeError': 'lcfiles'},
+    # empty since the typed, quarantining journal (issue 32 point 4) made
+    # the four journal sequences pass; an entry here names the branch that
+    # fixes the violation it expects
 }
 
 _attachments = itertools.count()
@@ -430,7 +423,7 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
             Then a process starts and reads it.
             """
             spec = self.spec(index)
-            path = lifecycle._journal_path(spec)
+            path = journal.path_of(spec)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             valid = {'state': lifecycle.DRAINED, 'volume_id':
                      self.subjects[index].volume_id, 'holder': 'operator',
@@ -578,7 +571,11 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
             directory = lifecycle.journal_dir()
             if os.path.isdir(directory):
                 for name in os.listdir(directory):
-                    os.unlink(os.path.join(directory, name))
+                    path = os.path.join(directory, name)
+                    if os.path.isdir(path):     # quarantine/
+                        shutil.rmtree(path)
+                    else:
+                        os.unlink(path)
 
     return MarkerMachine
 
