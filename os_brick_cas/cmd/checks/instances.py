@@ -22,12 +22,12 @@ from os_brick_cas.cmd.checks import NotChecked
 from os_brick_cas.cmd.checks import OK
 from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
-from os_brick_cas.cmd import releases
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import known_defects
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
+from os_brick_cas import releases
 from os_brick_cas import report
 
 
