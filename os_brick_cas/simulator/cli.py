@@ -26,6 +26,7 @@ import sys
 from typing import Optional
 
 from os_brick_cas.simulator import host
+from os_brick_cas.simulator import module as sim_module
 from os_brick_cas.simulator import releases
 from os_brick_cas.simulator import state as state_mod
 
@@ -55,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument('--open-cas-release', metavar='VERSION',
                       help='what casadm -V and the loaded module report '
                            '(default %s)' % releases.DEFAULT_VERSION)
+    init.add_argument('--patched-build', action='store_true',
+                      help="the loaded module is the os_brick_cas role's "
+                           'build with its patch series (its manifest and '
+                           'srcversion under the host root), as the role '
+                           'installs v26.03.2')
     image = sub.add_parser('image-create', help='create an RBD image')
     image.add_argument('spec', metavar='POOL/IMAGE')
     image.add_argument('--size', type=int, default=16, help='MiB')
@@ -90,6 +96,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                      rbd_backend=args.rbd_backend)
         if args.open_cas_release:
             control.set_version(args.open_cas_release)
+        if args.patched_build:
+            version = args.open_cas_release or releases.DEFAULT_VERSION
+            sim_module.load(control.host_root, version,
+                            sim_module.build(control.host_root, version))
         print('simulated host in %s; put %s first on PATH and set '
               '[os_brick_cas] host_root = %s (its loaded Open CAS module)'
               % (control.state_dir, control.bin_dir, control.host_root))

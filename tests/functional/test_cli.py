@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from unittest import mock
@@ -37,6 +38,8 @@ from cinder_ext import admin
 from os_brick_cas.cmd import config
 from os_brick_cas.cmd import doctor as doctor_cmd
 from os_brick_cas.cmd import main as cli
+from os_brick_cas import locks
+from os_brick_cas import rbd_names
 from tests.functional import base
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -552,6 +555,23 @@ class LockPathTestCase(CliTestCase):
         self.assertEqual(0, code)
         self.assertTrue(finding.startswith('OK volume locks in %s (group '
                                            % self.locks), finding)
+
+    def test_a_lock_directory_not_yet_created_is_ok_and_made_shared(self):
+        # the first lock creates it as the shared directories are; before,
+        # doctor asked the operator to create it by hand (a newcomer
+        # following the simulated-host guide saw a WARN)
+        missing = os.path.join(self.tmp, 'locks-to-come')
+        self.conf.config(group='os_brick_cas', lock_path=missing)
+        code, [finding] = self.lock_findings()
+        self.assertEqual(0, code, finding)
+        self.assertTrue(finding.startswith(
+            'OK volume locks in %s: it does not exist yet' % missing),
+            finding)
+        with locks.volume_lock(rbd_names.ImageSpec('volumes', '',
+                                                   'volume-lockdir')):
+            pass
+        info = os.stat(missing)
+        self.assertEqual(0o2770, stat.S_IMODE(info.st_mode))
 
     def test_no_lock_directory_fails(self):
         self.conf.config(group='os_brick_cas', lock_path=None)
