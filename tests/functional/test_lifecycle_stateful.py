@@ -404,14 +404,6 @@ class LifecycleStatefulTestCase(base.FunctionalTestCase):
 
     caches = {1: 'wt', 2: 'wb'}
 
-    def cleanup_volume(self, props: dict) -> None:
-        """Last resort after a failed example: detach, dropping nothing."""
-        try:
-            self.connector.disconnect_volume(dict(props, cas_owner_epoch=''),
-                                             None)
-        except Exception:
-            pass
-
     def test_random_interleavings_keep_cinder_no_stronger_than_host(self):
         machine = machine_for(self)
         machine.TestCase.settings = settings(

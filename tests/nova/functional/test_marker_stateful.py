@@ -591,14 +591,6 @@ class MarkerStatefulTestCase(base.FunctionalTestCase):
         original = nova_fence.client_factory
         self.addCleanup(setattr, nova_fence, 'client_factory', original)
 
-    def cleanup_volume(self, props: dict) -> None:
-        """Detach whatever is left of *props*, dropping nothing."""
-        try:
-            self.connector.disconnect_volume(dict(props, cas_owner_epoch=''),
-                                             None)
-        except Exception:
-            pass
-
     def test_nova_marker_path_keeps_cinder_no_stronger_than_host(self):
         self.run_machine(corrupt_journal=False, examples=3, steps=20)
 
