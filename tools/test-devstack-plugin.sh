@@ -522,6 +522,7 @@ export NOVA_CPU_CONF='$s/etc/nova/nova-cpu.conf' NOVA_BIN_DIR='$s/venv/bin'
 export CINDER_CONF='$s/etc/cinder/cinder.conf'
 export TEMPEST_CONFIG='$s/tempest/tempest.conf'
 export OPEN_CAS_CONF='$s/etc/opencas/opencas.conf'
+export OPEN_CAS_BUILD_MANIFEST='$s/usr/lib/opencas/os-brick-cas-build.json'
 export OS_BRICK_CAS_HOST_LAYOUT='$s/etc/os-brick-cas/host-layout.yaml'
 export OPEN_CAS_BY_ID_DIR='$s/dev/disk/by-id'
 export OS_BRICK_CAS_UDEV_RULES_DIR='$s/etc/udev/rules.d'
@@ -961,6 +962,8 @@ test_build_open_cas() {
         called_regex "^install_package linux-headers-"
     phase stack install
     check "build install: succeeds" rc_is 0
+    check "build install: writes the Open CAS build manifest" \
+        test -s "$S/usr/lib/opencas/os-brick-cas-build.json"
     check "build install: clones the configured repo and release tag" \
         called "git_clone https://github.com/Open-CAS/open-cas-linux $S/dest/open-cas-linux v25.12.2"
     check "build install: ocf submodule fetched" \
