@@ -267,15 +267,19 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
                 # nova deletes the attachment of an attach that failed
                 subject.cinder_attachments.discard(attachment)
 
+        def detach_here(self, subject) -> None:
+            """nova's disconnect here; the attachment ends if it worked."""
+            if self.call(self.driver.disconnect_volume,
+                         subject.connection_info, None):
+                subject.cinder_attachments.discard(subject.attachment)
+                subject.attachment = None
+
         @stateful.rule(index=volume)
         def nova_detaches(self, index):
             subject = self.subjects[index]
             if subject.attachment is None:
                 return
-            if self.call(self.driver.disconnect_volume,
-                         subject.connection_info, None):
-                subject.cinder_attachments.discard(subject.attachment)
-                subject.attachment = None
+            self.detach_here(subject)
 
         @stateful.rule(index=volume)
         def server_deleted_while_host_down(self, index):
@@ -384,10 +388,7 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
             if (subject.attachment is None or owner is None or
                     owner.host != OTHER):
                 return
-            if self.call(self.driver.disconnect_volume,
-                         subject.connection_info, None):
-                subject.cinder_attachments.discard(subject.attachment)
-                subject.attachment = None
+            self.detach_here(subject)
 
         @stateful.rule(index=volume)
         def other_host_detaches(self, index):
