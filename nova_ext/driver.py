@@ -46,6 +46,7 @@ from oslo_utils import excutils
 from nova_ext import compat
 from nova_ext import opts
 from nova_ext import volume as cached_volume
+from nova_ext import volume_lifecycle
 from os_brick_cas import cache as cas_cache
 from os_brick_cas import exception as cas_exception
 from os_brick_cas import lifecycle as cas_lifecycle
@@ -143,12 +144,10 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         super().init_host(host)
         if not CONF[opts.GROUP].enabled:
             return
-        volume_driver = self._cached_rbd_volume_driver()
-        self._resolve_unfinished(volume_driver, cas_lifecycle.deadline(
+        self._resolve_unfinished(cas_lifecycle.deadline(
             CONF[opts.GROUP].live_migration_drain_timeout))
 
-    @staticmethod
-    def _resolve_unfinished(volume_driver, limit, lock_wait=None) -> None:
+    def _resolve_unfinished(self, limit, lock_wait=None) -> None:
         """Resolve every transition a stopped process left (journal).
 
         At start-up and from the periodic task: an unfinished drain or
@@ -157,9 +156,8 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         left to its holder (alive).
         """
         try:
-            unresolved = cas_lifecycle.Lifecycle(
-                volume_driver.connector.volume_cache.casadm).resolve_all(
-                    volume_driver.cinder_view(), limit, lock_wait)
+            unresolved = self._volumes().resolve_unfinished(limit,
+                                                            lock_wait)
         except cas_exception.CasError as exc:
             unresolved = {'(all)': str(exc)}
         for volume_id, why in unresolved.items():
@@ -173,6 +171,10 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
             self._cached_rbd_driver = (
                 cached_volume.LibvirtCachedRBDVolumeDriver(self._host))
         return self._cached_rbd_driver
+
+    def _volumes(self) -> volume_lifecycle.CachedVolumeLifecycle:
+        """The life-cycle operations on this host's cached volumes."""
+        return self._cached_rbd_volume_driver().lifecycle
 
     def _get_volume_driver(self, connection_info):
         if CONF[opts.GROUP].enabled and cached_rbd(connection_info):
@@ -213,10 +215,10 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         return found
 
     def _drain_for_live_migration(self, instance, block_device_info) -> None:
-        volume_driver = self._cached_rbd_volume_driver()
+        lifecycle = self._volumes()
         volumes = self._dirty_capable_cached(block_device_info)
         for volume, info in volumes:
-            blocker = volume_driver.drain_blocker(info)
+            blocker = lifecycle.drain_blocker(info)
             if blocker:
                 raise exception.MigrationPreCheckError(reason=(
                     'volume %s is cached on this host in Open CAS mode %s '
@@ -233,9 +235,9 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                 LOG.info('Draining volume %s before its live migration',
                          volume.volume_id, instance=instance)
                 drained.append(info)
-                volume_driver.drain(info, limit=limit,
-                                    holder=cas_lifecycle.LIVE_MIGRATION,
-                                    instance_uuid=instance.uuid)
+                lifecycle.drain(info, limit=limit,
+                                holder=cas_lifecycle.LIVE_MIGRATION,
+                                instance_uuid=instance.uuid)
             except Exception as exc:
                 LOG.error('Draining volume %(vol)s failed (%(err)s): the '
                           'live migration is refused before it starts',
@@ -255,12 +257,12 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
     def _undrain_all(self, infos: list[dict], instance, retake: bool,
                      holder: str) -> None:
         """Undrain what nova drained for *holder*; operators' drains stay."""
-        volume_driver = self._cached_rbd_volume_driver()
+        lifecycle = self._volumes()
         limit = cas_lifecycle.deadline()
         for info in infos:
             try:
-                volume_driver.undrain(info, retake=retake, holder=holder,
-                                      limit=limit)
+                lifecycle.undrain(info, retake=retake, holder=holder,
+                                  limit=limit)
             except Exception:
                 LOG.exception('Volume %s stays drained (its writes go '
                               'straight to Ceph); undrain it with '
@@ -304,12 +306,11 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         ours = [info for info in infos if self._held_by_nova(
             info, cas_lifecycle.LIVE_MIGRATION)]
         for info in infos:
-            if info not in ours and self._cached_rbd_volume_driver(
-                    ).is_drained(info):
+            if info not in ours and self._volumes().is_drained(info):
                 # drained ahead by an operator: stays drained, but the
                 # marker names this host again
                 try:
-                    self._cached_rbd_volume_driver().reclaim_drained(info)
+                    self._volumes().reclaim_drained(info)
                 except Exception:
                     LOG.exception('Could not name this host in the fence '
                                   'marker of drained volume %s again; '
@@ -341,13 +342,10 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         write-back again. Operators' drains are not touched.
         """
         context = nova_context.get_admin_context()
-        volume_driver = self._cached_rbd_volume_driver()
         # what a stopped process left first (its lock is free): an
         # operator's drain killed mid-flush, a marker clear not taken
-        self._resolve_unfinished(volume_driver, cas_lifecycle.deadline(),
-                                 lock_wait=0)
-        machine = cas_lifecycle.Lifecycle(
-            volume_driver.connector.volume_cache.casadm)
+        self._resolve_unfinished(cas_lifecycle.deadline(), lock_wait=0)
+        machine = self._volumes().machine
         for record in machine.held():
             subject = cas_lifecycle.Volume(record.spec, record.volume_id)
             try:
@@ -371,7 +369,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                     # no operation in progress and the guest runs here: no
                     # other host ran it, whatever the marker names now
                     machine.undrain(
-                        subject, volume_driver.cinder_view(),
+                        subject, volume_lifecycle.cinder_view(),
                         cas_lifecycle.deadline(),
                         retake=(record.holder ==
                                 cas_lifecycle.LIVE_MIGRATION),
@@ -386,7 +384,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         """A drain that stays is verified from a fresh listing first."""
         try:
             machine.keep_drained(
-                subject, self._cached_rbd_volume_driver().cinder_view(),
+                subject, volume_lifecycle.cinder_view(),
                 cas_lifecycle.deadline(), record.holder,
                 record.instance)
         except cas_exception.CasError as exc:
@@ -444,7 +442,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                      volume.volume_id, instance=instance)
             drained.append(info)        # a half-done drain is undone too
             try:
-                self._cached_rbd_volume_driver().drain(
+                self._volumes().drain(
                     info, limit=limit, holder=cas_lifecycle.SNAPSHOT,
                     instance_uuid=instance.uuid)
             except Exception as exc:
@@ -475,7 +473,7 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
         volume with 400, as for a guest without a qemu guest agent.
         """
         for volume, info in volumes:
-            blocker = self._cached_rbd_volume_driver().drain_blocker(info)
+            blocker = self._volumes().drain_blocker(info)
             if blocker:
                 LOG.warning('Not quiescing for a snapshot: volume %(vol)s '
                             'cannot be drained on this host (%(why)s)',
@@ -534,10 +532,11 @@ class CachedRBDLibvirtDriver(libvirt_driver.LibvirtDriver):
                 # so the detach after the pivot has nothing left to flush
                 LOG.info('Draining volume %s before swapping it out',
                          old.volume_id, instance=instance)
-                volume_driver.drain(old_connection_info,
-                                    holder=cas_lifecycle.SWAP,
-                                    instance_uuid=instance.uuid)
-            with volume_driver.keeping_data_on_failed_detach(old.volume_id):
+                volume_driver.lifecycle.drain(old_connection_info,
+                                              holder=cas_lifecycle.SWAP,
+                                              instance_uuid=instance.uuid)
+            with volume_driver.lifecycle.keeping_data_on_failed_detach(
+                    old.volume_id):
                 return super().swap_volume(
                     context, old_connection_info, new_connection_info,
                     instance, mountpoint, resize_to)

@@ -20,10 +20,10 @@ every block volume). Encryptors attach after connect, on top of the CAS
 device, so the SSD only ever holds ciphertext.
 
 Everything else is delegation: the fence marker's attach/detach protocol
-and every transition live in :mod:`os_brick_cas.lifecycle`.
+and every transition live in :mod:`os_brick_cas.lifecycle`, reached
+through :mod:`nova_ext.volume_lifecycle` (which the nova driver uses for
+drains around live migrations and swaps).
 """
-
-import contextlib
 
 import nova.conf
 from nova import exception as nova_exception
@@ -33,13 +33,10 @@ from nova.virt.libvirt.volume import volume as libvirt_volume
 from oslo_log import log as logging
 
 from nova_ext import compat
-from nova_ext import fence
 from nova_ext import opts
+from nova_ext import volume_lifecycle
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import exception as cas_exception
-from os_brick_cas import lifecycle as cas_lifecycle
-from os_brick_cas.lifecycle import attachment
-from os_brick_cas import locks
 from os_brick_cas import volume as cas_volume
 
 LOG = logging.getLogger(__name__)
@@ -57,6 +54,12 @@ class VolumeFenced(nova_exception.Invalid):
     msg_fmt = cas_exception.VolumeFencedElsewhere.message
 
 
+def _uncached_ok(exc: Exception) -> bool:
+    """Whether an attach may fall back to librbd after *exc*."""
+    return (isinstance(exc, NO_CACHE_ERRORS) and
+            CONF[opts.GROUP].no_cache_action != opts.NO_CACHE_FAIL)
+
+
 class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
     """Cacheable RBD volumes as Open CAS block disks."""
 
@@ -65,7 +68,8 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         self.connector = connector or cas_connector.CachedRBDConnector(
             nova_utils.get_root_helper())
         self.net_driver = net.LibvirtNetVolumeDriver(host)
-        self._tolerated: set[str] = set()
+        self.lifecycle = volume_lifecycle.CachedVolumeLifecycle(
+            self.connector)
 
     @staticmethod
     def cached_path(connection_info) -> str | None:
@@ -89,45 +93,12 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
             conf.driver_io = 'native'
         return conf
 
-    @staticmethod
-    def _attachment_id(connection_info) -> str | None:
-        """The Cinder attachment (our epoch): cinder puts it at the top."""
-        return (connection_info.get('attachment_id') or
-                connection_info['data'].get('attachment_id'))
-
-    @property
-    def machine(self) -> cas_lifecycle.Lifecycle:
-        return cas_lifecycle.Lifecycle(self.connector.volume_cache.casadm)
-
-    @staticmethod
-    def cinder_view() -> cas_lifecycle.Cinder:
-        """The fence marker as this nova-compute reaches it."""
-        if not CONF[opts.GROUP].use_fence_marker:
-            return cas_lifecycle.Cinder(CONF.host, in_use=False)
-        return cas_lifecycle.Cinder(CONF.host, fence.client())
-
-    @staticmethod
-    def _subject(connection_info) -> cas_lifecycle.Volume:
-        volume = cas_volume.from_connection_properties(
-            connection_info['data'])
-        return cas_lifecycle.Volume(volume.spec, volume.volume_id)
-
     def connect_volume(self, connection_info, instance):
         """Fence the volume to this host, then cache it (see lifecycle)."""
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
-
-        def uncached_ok(exc: Exception) -> bool:
-            return (isinstance(exc, NO_CACHE_ERRORS) and
-                    CONF[opts.GROUP].no_cache_action != opts.NO_CACHE_FAIL)
-
         try:
-            done = attachment.attach(
-                self.machine, self._subject(connection_info),
-                self.cinder_view(), data,
-                self._attachment_id(connection_info),
-                volume.mode.holds_dirty_data, self.connector.connect_volume,
-                uncached_ok)
+            done = self.lifecycle.attach(connection_info, _uncached_ok)
         except cas_exception.VolumeFencedElsewhere as exc:
             raise VolumeFenced(**exc.kwargs)
         if done.device_info is None:
@@ -143,16 +114,12 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
 
     def disconnect_volume(self, connection_info, instance, force=False):
         """Flush, detach, then clear this host's marker (see lifecycle)."""
-        data = connection_info['data']
-        volume = cas_volume.from_connection_properties(data)
+        volume = cas_volume.from_connection_properties(
+            connection_info['data'])
         try:
-            done = attachment.detach(
-                self.machine, self._subject(connection_info),
-                self.cinder_view(), data,
-                lambda props: self.connector.disconnect_volume(
-                    props, None, force=force))
+            done = self.lifecycle.detach(connection_info, force)
         except cas_exception.CasError as exc:
-            if volume.volume_id not in self._tolerated:
+            if not self.lifecycle.tolerates_failed_detach(volume.volume_id):
                 raise
             LOG.error('Volume %(vol)s was swapped out, but its cached data '
                       'could not be written to Ceph: %(err)s. The core and '
@@ -169,79 +136,3 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
 
     def extend_volume(self, connection_info, instance, requested_size):
         return self.connector.extend_volume(connection_info['data'])
-
-    def flush(self, connection_info) -> bool:
-        """Flush an attached cached volume in place (bounded)."""
-        data = connection_info['data']
-        subject = self._subject(connection_info)
-        with locks.volume_lock(subject.spec):
-            attachment.with_owner(self.cinder_view(), subject, data)
-            return self.connector.flush_volume(data)
-
-    def drain(self, connection_info,
-              limit: cas_lifecycle.Deadline | None = None,
-              holder: str = cas_lifecycle.OPERATOR,
-              instance_uuid: str | None = None) -> bool:
-        """Drain an attached volume, then tell Cinder (see lifecycle).
-
-        *holder* names the nova operation the drain is kept for. Returns
-        False if the volume has no active core here.
-        """
-        subject = self._subject(connection_info)
-        machine = self.machine
-        if cas_lifecycle.state(machine.casadm, subject.spec) in (
-                cas_lifecycle.ABSENT, cas_lifecycle.INACTIVE):
-            return False
-        machine.drain(subject, self.cinder_view(),
-                      limit or cas_lifecycle.deadline(), holder=holder,
-                      instance=instance_uuid)
-        return True
-
-    def is_drained(self, connection_info) -> bool:
-        """Whether the volume's core here is drained now."""
-        return self.connector.is_drained(connection_info['data'])
-
-    def drain_blocker(self, connection_info) -> str | None:
-        """Why this host cannot drain the volume; None if it can."""
-        return self.connector.drain_blocker(connection_info['data'])
-
-    def reclaim_drained(self, connection_info) -> None:
-        """Name this host (still drained) in the marker again (lifecycle)."""
-        epoch = (self.connector.cached_epoch(connection_info['data']) or
-                 self._attachment_id(connection_info))
-        self.machine.reclaim(self._subject(connection_info),
-                             self.cinder_view(), cas_lifecycle.deadline(),
-                             epoch)
-
-    def undrain(self, connection_info, retake: bool = False,
-                holder: str | None = None,
-                limit: cas_lifecycle.Deadline | None = None) -> bool:
-        """Own the volume's data again, then let its core cache writes.
-
-        See :meth:`os_brick_cas.lifecycle.Lifecycle.undrain`; a refusal is
-        logged with what to do and returns False (the volume stays
-        drained).
-        """
-        try:
-            return self.machine.undrain(
-                self._subject(connection_info), self.cinder_view(),
-                limit or cas_lifecycle.deadline(), retake=retake,
-                holder=holder)
-        except cas_exception.TransitionRefused as exc:
-            LOG.error('%s', exc)
-            return False
-
-    @contextlib.contextmanager
-    def keeping_data_on_failed_detach(self, volume_id: str):
-        """While this lasts, a failed detach of *volume_id* is not fatal.
-
-        For the old volume of a swap after the pivot: the guest already
-        runs on the new volume, so failing would make nova roll back the
-        wrong attachment. The core, its dirty data, its opencas.conf row
-        and the fence marker stay (see "Orphaned dirty core" runbook).
-        """
-        self._tolerated.add(volume_id)
-        try:
-            yield
-        finally:
-            self._tolerated.discard(volume_id)

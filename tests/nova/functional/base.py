@@ -332,16 +332,23 @@ class CachedVolumeTestBase(nova_test_compat.ServersTestBase):
         """Make *compute*'s cached volume driver act on its own host."""
         volume_driver = self.computes[compute].driver.\
             _cached_rbd_volume_driver()
-        for name in ('connect_volume', 'disconnect_volume',
-                     'extend_volume', 'drain', 'undrain', 'drain_blocker',
-                     'is_drained', 'reclaim_drained'):
-            original = getattr(volume_driver, name)
+        for target, name in (
+                (volume_driver, 'connect_volume'),
+                (volume_driver, 'disconnect_volume'),
+                (volume_driver, 'extend_volume'),
+                (volume_driver.lifecycle, 'drain'),
+                (volume_driver.lifecycle, 'undrain'),
+                (volume_driver.lifecycle, 'drain_blocker'),
+                (volume_driver.lifecycle, 'is_drained'),
+                (volume_driver.lifecycle, 'reclaim_drained'),
+                (volume_driver.lifecycle, 'resolve_unfinished')):
+            original = getattr(target, name)
 
             def on_own_host(*args, _original=original, **kwargs):
                 with self.on_host(compute):
                     return _original(*args, **kwargs)
 
-            setattr(volume_driver, name, on_own_host)
+            setattr(target, name, on_own_host)
         # host checks of the virt driver itself run on that machine too
         driver = self.computes[compute].driver
         for name in ('check_can_live_migrate_destination',

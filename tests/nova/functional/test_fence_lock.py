@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Optional
 
+from nova_ext import volume_lifecycle
 from os_brick_cas import casadm
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import lifecycle
@@ -136,7 +137,8 @@ class FenceUnderVolumeLockTestCase(test_lifecycle.LifecycleTestBase):
         self.assertEqual([], self.cores())     # no core yet
         operator = self.in_thread(
             'operator', lifecycle.Lifecycle(casadm.Casadm()).drain,
-            self.subject, self.driver.cinder_view(), lifecycle.deadline(20))
+            self.subject, volume_lifecycle.cinder_view(),
+            lifecycle.deadline(20))
         self.assert_waits_then_finishes(nova, operator)
         # consistent: Cinder says drained by att-1 and the core is drained
         [core] = self.cores()

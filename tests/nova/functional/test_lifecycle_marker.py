@@ -22,6 +22,7 @@ blocks.
 import re
 
 import fixtures
+import requests
 
 from os_brick_cas import casadm
 from os_brick_cas import lifecycle
@@ -141,3 +142,123 @@ class UnfinishedDrainTestCase(test_lifecycle.LifecycleTestBase):
         self.assertNotIn(WB_VOL, self.cinder.drained)
         [after] = self.cores()
         self.assertEqual(core.core_id, after.core_id)
+
+
+class LostAnswerTestCase(test_lifecycle.LifecycleTestBase):
+    """Cinder applies a marker clear, but nova-compute never hears back."""
+
+    def lose_clear_answer_once(self) -> list:
+        """The next marker clear is applied; its answer is a read timeout."""
+        lost = []
+        original = self.cinder._action
+
+        def action(request, context):
+            answer = original(request, context)
+            if ('os-brick-cas-clear-fence' in request.json() and
+                    not lost):
+                lost.append(request.path)
+                raise requests.exceptions.ReadTimeout(
+                    'Cinder applied the clear; its answer was lost')
+            return answer
+
+        self.cinder.adapter.register_uri(
+            'POST', re.compile(base.CINDER + '/volumes/[^/]+/action$'),
+            status_code=202, text=action)
+        return lost
+
+    def test_detach_whose_clear_answer_is_lost_is_resolved_not_redone(self):
+        server, core = self.server_with_dirty_wb(16)
+        lost = self.lose_clear_answer_once()
+        self.detach(server, WB_VOL)
+        self.assertEqual(1, len(lost))
+        # the data reached Ceph before the clear; the core is gone
+        self.assertEqual([], self.cores())
+        self.assertEqual(16, self.host.state()['flushed_blocks'])
+        # Cinder took the clear; this host does not know it yet
+        self.assertEqual({}, self.cinder.fences)
+        [record] = list(lifecycle.records())
+        self.assertIn(record.state, lifecycle.IN_FLIGHT)
+        [drift] = lifecycle.drift(casadm.Casadm())
+        self.assertEqual(('journal', WB_VOL), (drift.kind, drift.volume))
+        # the retry finds the clear done: nothing is asked of anyone
+        self._run_periodics()
+        self.assertEqual([], list(lifecycle.records()))
+        self.assertEqual({}, self.cinder.fences)
+        # and the volume can be attached and cached again
+        self._attach_volume(server, WB_VOL)
+        [again] = self.cores()
+        self.assertEqual({WB_VOL: 'compute1'}, self.cinder.fences)
+        self.assertNotIn(again.core_id, self.drained_on('compute1'))
+
+
+class SwitchoverCleanupTestCase(test_lifecycle.TwoComputesTestBase):
+    """The source's clean-up after a live migration's switchover.
+
+    The destination took the marker over (compare-and-swap on the source's
+    drained record) before the switchover; the source then detaches. It
+    must never clear the marker (the destination caches the guest's
+    writes now), neither then nor from its periodic task; the
+    destination's own clear, refused once, is retried by its periodic task.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(
+            test_lifecycle.LiveMigrationTestCase._migrate_fixture(self))
+
+    def watch_clears(self) -> tuple[list, list]:
+        """(hosts whose clear Cinder saw, failures still to answer 503)."""
+        seen, fail_next = [], []
+        original = self.cinder._action
+
+        def action(request, context):
+            if 'os-brick-cas-clear-fence' in request.json():
+                seen.append(request.path)
+                if fail_next:
+                    fail_next.pop()
+                    context.status_code = 503
+                    return '{}'
+            return original(request, context)
+
+        self.cinder.adapter.register_uri(
+            'POST', re.compile(base.CINDER + '/volumes/[^/]+/action$'),
+            status_code=202, text=action)
+        return seen, fail_next
+
+    def test_source_never_clears_the_destination_marker(self):
+        self._attach_volume(self.server, WB_VOL)
+        [source_core] = self.cores('compute1')
+        self.host.set_dirty(source_core.cache_id, source_core.core_id, 64)
+        clears, fail_next = self.watch_clears()
+        self.admin_api.post_server_action(self.server['id'], {
+            'os-migrateLive': {'host': 'compute2',
+                               'block_migration': 'auto'}})
+        server = self._wait_for_server_parameter(
+            self.server, {'OS-EXT-SRV-ATTR:host': 'compute2',
+                          'status': 'ACTIVE'})
+        self.assertEqual(64, self.host.state()['flushed_blocks'])
+        self.assertEqual([], self.cores('compute1'))
+        [dest_core] = self.cores('compute2')
+        # the source's detach asked Cinder for nothing: not its marker
+        self.assertEqual([], clears)
+        self.assertEqual({WB_VOL: 'compute2'}, self.cinder.fences)
+        # the destination's write-back core holds dirty data now
+        self.hosts['compute2'].set_dirty(2, dest_core.core_id, 8)
+        for _ in range(2):
+            self._run_periodics()
+            self.assertEqual([], clears)
+            self.assertEqual({WB_VOL: 'compute2'}, self.cinder.fences)
+            self.assertNotIn(WB_VOL, self.cinder.drained)
+        with self.on_host('compute1'):
+            self.assertEqual([], list(lifecycle.records()))
+        # the destination's detach flushes; its clear is refused once
+        fail_next.append(True)
+        self.detach(server, WB_VOL)
+        self.assertEqual([], self.cores('compute2'))
+        self.assertEqual({WB_VOL: 'compute2'}, self.cinder.fences)
+        with self.on_host('compute2'):
+            [record] = list(lifecycle.records())
+            self.assertIn(record.state, lifecycle.IN_FLIGHT)
+        self._run_periodics()
+        self.assertEqual({}, self.cinder.fences)
+        self.assertEqual(2, len(clears))

@@ -318,7 +318,7 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
             subject = self.subjects[index]
             if subject.attachment is None:
                 return
-            self.call(self.driver.drain, subject.connection_info,
+            self.call(self.driver.lifecycle.drain, subject.connection_info,
                       lifecycle.deadline(10), holder=holder,
                       instance_uuid='server-%d' % index, crash_at=crash_at)
 
@@ -328,7 +328,7 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
             subject = self.subjects[index]
             if subject.attachment is None:
                 return
-            self.call(self.driver.undrain, subject.connection_info,
+            self.call(self.driver.lifecycle.undrain, subject.connection_info,
                       retake=retake, holder=holder,
                       limit=lifecycle.deadline(10), crash_at=crash_at)
 
