@@ -19,11 +19,15 @@ krbd's sysfs attributes as the kernel does.
 
 import glob
 import os
+import tempfile
 
 from os_brick_cas import exception
 from os_brick_cas import opencas_conf
 from os_brick_cas.privileged import devices as priv_devices
 from tests.functional import base
+
+#: os-brick's ceph.conf files with a keyring (mkstemp, so under TMPDIR)
+BRICKRBD_FILES = os.path.join(tempfile.gettempdir(), 'brickrbd_*')
 
 
 class IdentityTestCase(base.FunctionalTestCase):
@@ -170,11 +174,11 @@ class NonCacheableParityTestCase(base.FunctionalTestCase):
 
     def test_keyring_conf_is_removed(self):
         """1.x: /tmp/brickrbd_* with the keyring stayed forever."""
-        before = set(glob.glob('/tmp/brickrbd_*'))
+        before = set(glob.glob(BRICKRBD_FILES))
         props = self.props(self.image('volume-keyring'), 'wt',
                            keyring='AQBsecretkeyring==')
         info = self.connector.connect_volume(props)
-        self.assertEqual(before, set(glob.glob('/tmp/brickrbd_*')))
+        self.assertEqual(before, set(glob.glob(BRICKRBD_FILES)))
         self.connector.disconnect_volume(props, info)
-        self.assertEqual(before, set(glob.glob('/tmp/brickrbd_*')))
+        self.assertEqual(before, set(glob.glob(BRICKRBD_FILES)))
         self.assert_clean_host()

@@ -22,8 +22,10 @@ would wait out the hang) instead of passing slowly.
 """
 
 import glob
+import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import ddt
@@ -37,6 +39,9 @@ from tests.functional import base
 HANG = 120
 #: a bounded call returns well before this (bound + kill + grace)
 PROMPT = 40
+
+#: os-brick's ceph.conf files with a keyring (mkstemp, so under TMPDIR)
+BRICKRBD_FILES = os.path.join(tempfile.gettempdir(), 'brickrbd_*')
 
 
 def stand_in_pids(state_dir: str) -> list[int]:
@@ -130,7 +135,7 @@ class TimeBoundsTestCase(base.FunctionalTestCase):
                                                'remove-core')
 
     def test_hung_map_is_killed_and_leaves_nothing(self):
-        before = set(glob.glob('/tmp/brickrbd_*'))
+        before = set(glob.glob(BRICKRBD_FILES))
         image = self.image('volume-hung-map')
         props = self.props(image, 'wb', keyring='AQBsecretkeyring==')
         self.host.inject_fault('map', hang=HANG)
@@ -140,7 +145,7 @@ class TimeBoundsTestCase(base.FunctionalTestCase):
         self.assert_bounded(started)
         self.assertIn('rbd map', str(exc))
         self.assertEqual([], self.mappings())
-        self.assertEqual(before, set(glob.glob('/tmp/brickrbd_*')))
+        self.assertEqual(before, set(glob.glob(BRICKRBD_FILES)))
         info = self.connector.connect_volume(props)
         self.connector.disconnect_volume(props, info)
         self.assert_clean_host()
