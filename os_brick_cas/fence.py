@@ -34,16 +34,17 @@ from cinderclient import exceptions as cinder_exceptions
 from oslo_log import log as logging
 
 from os_brick_cas import exception
+from os_brick_cas import fence_wire as wire
 from os_brick_cas import ownership
 
 LOG = logging.getLogger(__name__)
 
-SET_ACTION = 'os-brick-cas-set-fence'
-CLEAR_ACTION = 'os-brick-cas-clear-fence'
-ATTRIBUTE = 'os-brick-cas:fence'
-EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
-LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
-DRAINED_ATTRIBUTE = 'os-brick-cas:fence-drained'
+SET_ACTION = wire.SET_ACTION
+CLEAR_ACTION = wire.CLEAR_ACTION
+ATTRIBUTE = wire.ATTRIBUTE
+EPOCH_ATTRIBUTE = wire.EPOCH_ATTRIBUTE
+LOST_ATTRIBUTE = wire.LOST_ATTRIBUTE
+DRAINED_ATTRIBUTE = wire.DRAINED_ATTRIBUTE
 #: how many times :meth:`FenceClient.take` reads again after a conflict
 TAKE_ATTEMPTS = 3
 
@@ -94,16 +95,16 @@ def _wire(expect: Optional[Owner]) -> Optional[dict[str, Any]]:
     """*expect* as the API's ``expect`` object (None: no marker)."""
     if expect is None:
         return None
-    return {'host': expect.host, 'epoch': expect.epoch,
-            'drained': expect.drained}
+    return {wire.HOST: expect.host, wire.EPOCH: expect.epoch,
+            wire.DRAINED: expect.drained}
 
 
 def _owner_from_wire(record: Any) -> Optional[Owner]:
     """The ``current`` record of a 409 body as an Owner (None: none)."""
-    if record is None or not record.get('host'):
+    if record is None or not record.get(wire.HOST):
         return None
-    return Owner(record['host'], record.get('epoch') or None,
-                 bool(record.get('drained')))
+    return Owner(record[wire.HOST], record.get(wire.EPOCH) or None,
+                 bool(record.get(wire.DRAINED)))
 
 
 def _conflict_record(body: Any) -> tuple[bool, Optional[Owner]]:
@@ -145,9 +146,10 @@ class FenceClient(object):
         owner = Owner(host, epoch, drained) if host else None
         lost = []
         for entry in (getattr(volume, LOST_ATTRIBUTE, None) or '').split(
-                ','):
+                wire.LOST_SEPARATOR):
             if entry:
-                lost_host, _sep, epoch = entry.partition('/')
+                lost_host, _sep, epoch = entry.partition(
+                    wire.LOST_HOST_SEPARATOR)
                 lost.append(Owner(lost_host, epoch or None))
         return owner, lost
 
@@ -158,7 +160,7 @@ class FenceClient(object):
         :raises exception.FenceConflict: Cinder holds another record.
         """
         if expect is not UNSET:
-            body['expect'] = _wire(expect)
+            body[wire.EXPECT] = _wire(expect)
         # cinderclient has no class for 409 and drops the body: read it
         http = self.cinder.client
         response, answer = http.post('/volumes/%s/action' % volume_id,
@@ -184,11 +186,11 @@ class FenceClient(object):
 
         :raises exception.FenceConflict: *expect* is not what Cinder holds.
         """
-        body: dict[str, Any] = {'host': host}
+        body: dict[str, Any] = {wire.HOST: host}
         if epoch:
-            body['epoch'] = epoch
+            body[wire.EPOCH] = epoch
         if drained:
-            body['drained'] = True
+            body[wire.DRAINED] = True
         self._action(SET_ACTION, volume_id, body, expect)
         LOG.info('Fence marker of volume %(vol)s set to host %(host)s '
                  '(attachment %(epoch)s%(drained)s)',
@@ -242,7 +244,7 @@ class FenceClient(object):
         :raises exception.FenceConflict: *expect* is not what Cinder holds.
         """
         self._action(CLEAR_ACTION, volume_id,
-                     {'lost': True} if lost else {}, expect)
+                     {wire.LOST: True} if lost else {}, expect)
         LOG.info('Fence marker of volume %s cleared%s', volume_id,
                  ' (owner declared lost)' if lost else '')
 

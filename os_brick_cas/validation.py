@@ -20,6 +20,7 @@ import os
 import re
 
 from os_brick_cas import exception
+from os_brick_cas import fence_wire
 from os_brick_cas import modes
 from os_brick_cas import rbd_names
 
@@ -176,12 +177,12 @@ def cache_mode(value: object) -> modes.CacheMode:
             reason='must be one of %s' % ', '.join(modes.ALL_MODES))
 
 
-_EPOCH = re.compile(r'[A-Za-z0-9][A-Za-z0-9-]{0,63}')
-
-
 def epoch(value: object) -> str:
-    """An attachment epoch: a Cinder attachment id (UUID-like)."""
-    if not isinstance(value, str) or not _EPOCH.fullmatch(value):
+    """An attachment epoch: a Cinder attachment id (UUID-like).
+
+    The pattern is the fence marker's (:mod:`os_brick_cas.fence_wire`).
+    """
+    if not fence_wire.is_epoch(value):
         raise exception.InvalidInput(
             what='attachment epoch', value=value,
             reason='must be 1-64 letters, digits or dashes')

@@ -34,7 +34,7 @@ from keystoneauth1 import token_endpoint
 from requests_mock.contrib import fixture as rm_fixture
 import yaml
 
-from cinder_ext import admin
+from os_brick_cas.cmd import cinder_session
 from os_brick_cas.cmd import config
 from os_brick_cas.cmd import doctor as doctor_cmd
 from os_brick_cas.cmd import main as cli
@@ -720,7 +720,7 @@ class HostIdentityTestCase(CliTestCase):
         http.get(CINDER + '/volumes/' + VOL_WB, json=lambda request, ctx: {
             'volume': dict(id=VOL_WB, **self.owner)})
         self.useFixture(fixtures.MockPatchObject(
-            admin, 'session_factory', lambda: ks_session.Session(
+            cinder_session, 'session_factory', lambda: ks_session.Session(
                 auth=token_endpoint.Token(CINDER, 'admin'))))
         self.nova_conf = os.path.join(self.tmp, 'nova.conf')
         with open(self.nova_conf, 'w') as conf_file:

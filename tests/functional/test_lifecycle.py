@@ -57,7 +57,7 @@ class LifecycleRegressionBase(base.FunctionalTestCase):
     def credentials(self, present: bool) -> None:
         """The CLI has Cinder credentials (the fake Cinder), or none."""
         self.useFixture(fixtures.MonkeyPatch(
-            'cinder_ext.admin.session_factory',
+            'os_brick_cas.cmd.cinder_session.session_factory',
             self.cinder.session if present else None))
 
     def attach(self, volume_id: str, dirty: int = 0) -> casadm.Core:
