@@ -36,6 +36,7 @@ from oslo_log import log as logging
 from os_brick_cas import exception
 from os_brick_cas import fence_wire as wire
 from os_brick_cas import ownership
+from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
 
@@ -185,10 +186,11 @@ class FenceClient(object):
         if that is what it holds (compare-and-swap).
 
         :raises exception.FenceConflict: *expect* is not what Cinder holds.
+        :raises exception.InvalidInput: a host or epoch the API refuses.
         """
-        body: dict[str, Any] = {wire.HOST: host}
+        body: dict[str, Any] = {wire.HOST: validation.fence_host(host)}
         if epoch:
-            body[wire.EPOCH] = epoch
+            body[wire.EPOCH] = validation.epoch(epoch)
         if drained:
             body[wire.DRAINED] = True
         self._action(SET_ACTION, volume_id, body, expect)

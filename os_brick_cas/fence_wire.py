@@ -29,6 +29,7 @@ compute host (``[DEFAULT] host``): letters, digits and ``_.:@-``; never
 """
 
 import re
+from typing import TypeGuard
 
 #: volume actions (POST /volumes/{id}/action)
 SET_ACTION = 'os-brick-cas-set-fence'
@@ -56,11 +57,11 @@ HOST_PATTERN = re.compile(r'[A-Za-z0-9_.:@-]{1,255}')
 EPOCH_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9-]{0,63}')
 
 
-def is_host(value: object) -> bool:
+def is_host(value: object) -> TypeGuard[str]:
     """Whether *value* is a compute host name the marker may hold."""
     return isinstance(value, str) and bool(HOST_PATTERN.fullmatch(value))
 
 
-def is_epoch(value: object) -> bool:
+def is_epoch(value: object) -> TypeGuard[str]:
     """Whether *value* is an attachment epoch the marker may hold."""
     return isinstance(value, str) and bool(EPOCH_PATTERN.fullmatch(value))

@@ -189,6 +189,18 @@ def epoch(value: object) -> str:
     return value
 
 
+def fence_host(value: object) -> str:
+    """A compute host name as the fence marker holds it (nova's name).
+
+    The pattern is the fence marker's (:mod:`os_brick_cas.fence_wire`).
+    """
+    if not fence_wire.is_host(value):
+        raise exception.InvalidInput(
+            what='compute host name', value=value,
+            reason='must be 1-255 letters, digits or _.:@-')
+    return value
+
+
 def io_class_id(value: object) -> int:
     """An Open CAS IO class id (0..32)."""
     return _bounded_int('IO class id', value, 0, 32)

@@ -17,6 +17,7 @@ the real casadm layer; the simulator's stand-ins answer below.
 """
 
 import contextlib
+import http.server
 import io
 import json
 import os
@@ -25,6 +26,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from unittest import mock
 import uuid
 
@@ -783,6 +785,86 @@ class HostIdentityTestCase(CliTestCase):
         text = ' '.join(out.split())
         self.assertNotIn(config.socket.gethostname(), text)
         self.assertIn(config.HOST_PLACEHOLDER, text)
+
+
+#: doctor's checks in a fresh interpreter that never imports the Cinder
+#: verbs; prints the owners findings and the verb modules it loaded
+DOCTOR_ALONE = """
+import json, sys
+from oslo_config import cfg
+from os_brick_cas import casadm
+from os_brick_cas.cmd import commands, doctor
+cfg.CONF(['--config-file', sys.argv[1]], project='nova',
+         default_config_files=[])
+commands.run_privileged_in_process_as_root()
+findings = doctor.check_host(casadm.Casadm(), host=sys.argv[2])
+print(json.dumps({
+    'owners': [(f.level, f.volume_id, f.message) for f in findings
+               if f.check == 'owners'],
+    'verbs_loaded': sorted(name for name in sys.modules
+                           if name.endswith(('cinder_admin', '.admin')))}))
+"""
+
+
+class CinderMarker(http.server.BaseHTTPRequestHandler):
+    """Cinder's volume show with the fence marker (an admin's view)."""
+
+    markers: dict = {}
+
+    def do_GET(self):
+        volume_id = self.path.rsplit('/', 1)[-1]
+        body = json.dumps({'volume': dict(
+            id=volume_id, **self.markers.get(volume_id, {}))}).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class OwnerSourceTestCase(CliTestCase):
+    """doctor finds Cinder without the verbs loaded first (issue 38, 2)."""
+
+    def cinder_at(self, markers: dict) -> str:
+        """clouds.yaml naming a Cinder that answers with *markers*."""
+        handler = type('Handler', (CinderMarker,), {'markers': markers})
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        clouds = os.path.join(self.tmp, 'clouds.yaml')
+        with open(clouds, 'w') as clouds_file:
+            yaml.safe_dump({'clouds': {'fake': {
+                'auth_type': 'admin_token', 'auth': {
+                    'endpoint': 'http://127.0.0.1:%d/v3'
+                                % server.server_port,
+                    'token': 'admin'}}}}, clouds_file)
+        return clouds
+
+    def test_doctor_sees_cinders_marker_without_the_verbs(self):
+        # main: doctor.OWNER_SOURCE was set only by importing
+        # cinder_ext.admin, so this process skipped the owners check
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 7)
+        clouds = self.cinder_at({VOL_WB: {
+            'os-brick-cas:fence': 'compute-a',
+            'os-brick-cas:fence-epoch': None}})
+        done = subprocess.run(
+            [sys.executable, '-c', DOCTOR_ALONE, write_cli_conf(self),
+             'compute-a'], capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, PYTHONPATH=REPO, OS_CLOUD='fake',
+                     OS_CLIENT_CONFIG_FILE=clouds, HOME=self.tmp))
+        self.assertEqual(0, done.returncode, done.stderr)
+        result = json.loads(done.stdout)
+        self.assertEqual([], result['verbs_loaded'])
+        [(level, volume_id, message)] = result['owners']
+        self.assertEqual(('OK', VOL_WB), (level, volume_id), message)
+        self.assertIn('Cinder names compute-a', message)
+        self.assertIn('owner: this host', message)
 
 
 class UnreachableCinderTestCase(CliTestCase):
