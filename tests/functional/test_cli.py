@@ -302,6 +302,16 @@ class DoctorTestCase(CliTestCase):
              'fallback-policy', 'owners', 'host-layout', 'drift'],
             list(dict.fromkeys(f['check'] for f in doc['findings'])))
 
+    def test_simulated_host_is_told_by_casadm_itself(self):
+        # the stand-in's casadm -V names it; doctor reads no file on PATH
+        self.useFixture(fixtures.MockPatchObject(config, 'ROOT', '/'))
+        code, out, _ = self.cli('doctor', '--format', 'json')
+        [found] = [f for f in json.loads(out)['findings']
+                   if f['check'] == 'kernel-modules']
+        self.assertEqual('SKIP', found['level'], found)
+        self.assertIn('casadm -V says it is the os-brick-cas host simulator',
+                      found['message'])
+
     def test_new_host_checks_fail_with_what_to_do(self):
         # main had no rootwrap, kernel-module or state_path check
         os.rmdir(os.path.join(self.root, 'sys/module/rbd'))
