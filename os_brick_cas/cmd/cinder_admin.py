@@ -25,13 +25,18 @@ import sys
 from typing import Any, Callable, Optional
 
 from cinder_ext import extra_specs
+from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd.checks import owners as owner_checks
 from os_brick_cas.cmd import cinder_session
 from os_brick_cas.cmd import commands
 from os_brick_cas.cmd import output
+from os_brick_cas import discard as discard_mod
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import modes
+from os_brick_cas import recover as recover_mod
+from os_brick_cas import report
 
 
 def type_specs(mode: str, backend: Optional[str]) -> dict[str, str]:
@@ -156,9 +161,6 @@ def _cleared(client: fence.FenceClient, volume_id: str,
 
 def discard(args: argparse.Namespace) -> int:
     """Drop this host's stale cached data of a volume declared lost."""
-    # host side: casadm through privsep (run as root on the compute host)
-    from os_brick_cas import casadm as casadm_mod
-    from os_brick_cas import discard as discard_mod
     client = fence.FenceClient(cinder_session.cinder())
     lost = [owner.epoch for owner in client.lost(args.volume)
             if owner.epoch]
@@ -170,8 +172,6 @@ def discard(args: argparse.Namespace) -> int:
 
 def recover(args: argparse.Namespace) -> int:
     """Flush an orphaned core whose attachment Cinder still names."""
-    from os_brick_cas import casadm as casadm_mod
-    from os_brick_cas import recover as recover_mod
     client = fence.FenceClient(cinder_session.cinder())
     owner = client.owner(args.volume)
     if owner is None or owner.host != args.host:
@@ -196,9 +196,6 @@ OWNER_COLUMNS = ('volume_id', 'cache_id', 'core_id', 'state', 'dirty_blocks',
 def owners(args: argparse.Namespace,
            emit: Callable[..., None]) -> int:
     """Each core here: its volume, dirty blocks, attachment, Cinder owner."""
-    from os_brick_cas import casadm as casadm_mod
-    from os_brick_cas.cmd.checks import owners as owner_checks
-    from os_brick_cas import report
     client = fence.FenceClient(cinder_session.cinder())
     rows = []
     for cache in report.host_report(casadm_mod.Casadm()):
