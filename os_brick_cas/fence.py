@@ -40,12 +40,6 @@ from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
 
-SET_ACTION = wire.SET_ACTION
-CLEAR_ACTION = wire.CLEAR_ACTION
-ATTRIBUTE = wire.ATTRIBUTE
-EPOCH_ATTRIBUTE = wire.EPOCH_ATTRIBUTE
-LOST_ATTRIBUTE = wire.LOST_ATTRIBUTE
-DRAINED_ATTRIBUTE = wire.DRAINED_ATTRIBUTE
 #: how many times :meth:`FenceClient.take` reads again after a conflict
 TAKE_ATTEMPTS = 3
 
@@ -140,13 +134,13 @@ class FenceClient(object):
                ) -> tuple[Optional[Owner], list[Owner]]:
         """The owner and the owners declared lost, from one volume show."""
         volume = self.cinder.volumes.get(volume_id)
-        host = getattr(volume, ATTRIBUTE, None)
-        epoch = getattr(volume, EPOCH_ATTRIBUTE, None) or None
+        host = getattr(volume, wire.ATTRIBUTE, None)
+        epoch = getattr(volume, wire.EPOCH_ATTRIBUTE, None) or None
         drained = bool(epoch and
-                       getattr(volume, DRAINED_ATTRIBUTE, None) == epoch)
+                       getattr(volume, wire.DRAINED_ATTRIBUTE, None) == epoch)
         owner = Owner(host, epoch, drained) if host else None
         lost = []
-        for entry in (getattr(volume, LOST_ATTRIBUTE, None) or '').split(
+        for entry in (getattr(volume, wire.LOST_ATTRIBUTE, None) or '').split(
                 wire.LOST_SEPARATOR):
             if entry:
                 lost_host, _sep, epoch = entry.partition(
@@ -193,7 +187,7 @@ class FenceClient(object):
             body[wire.EPOCH] = validation.epoch(epoch)
         if drained:
             body[wire.DRAINED] = True
-        self._action(SET_ACTION, volume_id, body, expect)
+        self._action(wire.SET_ACTION, volume_id, body, expect)
         LOG.info('Fence marker of volume %(vol)s set to host %(host)s '
                  '(attachment %(epoch)s%(drained)s)',
                  {'vol': volume_id, 'host': host, 'epoch': epoch,
@@ -245,7 +239,7 @@ class FenceClient(object):
 
         :raises exception.FenceConflict: *expect* is not what Cinder holds.
         """
-        self._action(CLEAR_ACTION, volume_id,
+        self._action(wire.CLEAR_ACTION, volume_id,
                      {wire.LOST: True} if lost else {}, expect)
         LOG.info('Fence marker of volume %s cleared%s', volume_id,
                  ' (owner declared lost)' if lost else '')

@@ -18,6 +18,7 @@ Each function returns the value in its canonical type or raises
 
 import os
 import re
+from typing import Callable, cast
 
 from os_brick_cas import exception
 from os_brick_cas import fence_wire
@@ -178,27 +179,24 @@ def cache_mode(value: object) -> modes.CacheMode:
 
 
 def epoch(value: object) -> str:
-    """An attachment epoch: a Cinder attachment id (UUID-like).
-
-    The pattern is the fence marker's (:mod:`os_brick_cas.fence_wire`).
-    """
-    if not fence_wire.is_epoch(value):
-        raise exception.InvalidInput(
-            what='attachment epoch', value=value,
-            reason='must be 1-64 letters, digits or dashes')
-    return value
+    """An attachment epoch: a Cinder attachment id (UUID-like)."""
+    return _fence_string('attachment epoch', value, fence_wire.is_epoch,
+                         'must be 1-64 letters, digits or dashes, not '
+                         'starting with a dash')
 
 
 def fence_host(value: object) -> str:
-    """A compute host name as the fence marker holds it (nova's name).
+    """A compute host name as the fence marker holds it (nova's name)."""
+    return _fence_string('compute host name', value, fence_wire.is_host,
+                         'must be 1-255 letters, digits or _.:@-')
 
-    The pattern is the fence marker's (:mod:`os_brick_cas.fence_wire`).
-    """
-    if not fence_wire.is_host(value):
-        raise exception.InvalidInput(
-            what='compute host name', value=value,
-            reason='must be 1-255 letters, digits or _.:@-')
-    return value
+
+def _fence_string(what: str, value: object,
+                  accepts: Callable[[object], bool], reason: str) -> str:
+    """*value* if the fence marker's pattern (fence_wire) *accepts* it."""
+    if not accepts(value):
+        raise exception.InvalidInput(what=what, value=value, reason=reason)
+    return cast(str, value)
 
 
 def io_class_id(value: object) -> int:

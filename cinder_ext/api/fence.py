@@ -61,12 +61,6 @@ from cinder_ext import guards
 from cinder_ext import policies
 from os_brick_cas import fence_wire as wire
 
-SET_ACTION = wire.SET_ACTION
-CLEAR_ACTION = wire.CLEAR_ACTION
-ATTRIBUTE = wire.ATTRIBUTE
-EPOCH_ATTRIBUTE = wire.EPOCH_ATTRIBUTE
-LOST_ATTRIBUTE = wire.LOST_ATTRIBUTE
-DRAINED_ATTRIBUTE = wire.DRAINED_ATTRIBUTE
 #: tooz lock of one volume's marker (cinder's coordination backend)
 LOCK_NAME = 'os-brick-cas-fence-%s'
 #: seconds a change waits for that lock (held for milliseconds per change)
@@ -134,10 +128,10 @@ class FenceController(wsgi.Controller):
         self._authorize(req, rule)
         return req.environ['cinder.context']
 
-    @wsgi.action(SET_ACTION)
+    @wsgi.action(wire.SET_ACTION)
     def _set_fence(self, req, id, body):
         context = self._admin_context(req, policies.SET)
-        params = self._params(body, SET_ACTION)
+        params = self._params(body, wire.SET_ACTION)
         host = params.get(wire.HOST)
         epoch = params.get(wire.EPOCH, '')
         drained = params.get(wire.DRAINED, False)
@@ -147,7 +141,7 @@ class FenceController(wsgi.Controller):
             raise webob.exc.HTTPBadRequest(
                 explanation="'%s' needs {'host': <compute host name>[, "
                             "'epoch': <attachment id>[, 'drained': "
-                            "true|false]][, 'expect': ...]}" % SET_ACTION)
+                            "true|false]][, 'expect': ...]}" % wire.SET_ACTION)
 
         def change(admin, marker: guards.Marker) -> None:
             # the drained flag goes first: a reader between the two
@@ -163,15 +157,15 @@ class FenceController(wsgi.Controller):
 
         return self._swap(context, id, _expected(params), change)
 
-    @wsgi.action(CLEAR_ACTION)
+    @wsgi.action(wire.CLEAR_ACTION)
     def _clear_fence(self, req, id, body):
         context = self._admin_context(req, policies.CLEAR)
-        params = self._params(body, CLEAR_ACTION)
+        params = self._params(body, wire.CLEAR_ACTION)
         lost = params.get(wire.LOST, False)
         if not isinstance(lost, bool):
             raise webob.exc.HTTPBadRequest(
                 explanation="'%s' takes {'lost': true|false[, 'expect': "
-                            "...]}" % CLEAR_ACTION)
+                            "...]}" % wire.CLEAR_ACTION)
 
         def change(admin, marker: guards.Marker) -> None:
             if lost and marker.host:
@@ -249,10 +243,11 @@ class FenceController(wsgi.Controller):
 
     def _add_attribute(self, req, resp_volume):
         marker = guards.read_marker(req.get_db_volume(resp_volume['id']))
-        resp_volume[ATTRIBUTE] = marker.host
-        resp_volume[EPOCH_ATTRIBUTE] = marker.epoch
-        resp_volume[LOST_ATTRIBUTE] = wire.LOST_SEPARATOR.join(marker.lost)
-        resp_volume[DRAINED_ATTRIBUTE] = marker.drained_epoch
+        resp_volume[wire.ATTRIBUTE] = marker.host
+        resp_volume[wire.EPOCH_ATTRIBUTE] = marker.epoch
+        resp_volume[wire.LOST_ATTRIBUTE] = wire.LOST_SEPARATOR.join(
+            marker.lost)
+        resp_volume[wire.DRAINED_ATTRIBUTE] = marker.drained_epoch
 
     @wsgi.extends
     def show(self, req, resp_obj, id):

@@ -32,6 +32,7 @@ import webob
 from cinder_ext.api import fence as api_fence
 from os_brick_cas import exception
 from os_brick_cas import fence as host_fence
+from os_brick_cas import fence_wire as wire
 from os_brick_cas import validation
 
 #: strings either end might meet: ids Cinder makes, and near misses
@@ -78,7 +79,7 @@ class PatternsAgreeTestCase(test.TestCase):
             use_admin_context=True)
         try:
             self.controller._set_fence(request, self.volume.id, {
-                api_fence.SET_ACTION: {'host': host, 'epoch': epoch}})
+                wire.SET_ACTION: {'host': host, 'epoch': epoch}})
         except webob.exc.HTTPBadRequest:
             return False
         return True
