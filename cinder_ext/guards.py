@@ -32,6 +32,7 @@ from typing import Any, Mapping, Optional
 from cinder import exception
 
 from cinder_ext import extra_specs
+from os_brick_cas import fence_wire as wire
 
 ATTACHED_STATES = ('in-use', 'attaching', 'detaching', 'reserved')
 FENCE_KEY = 'os_brick_cas_fence'
@@ -173,8 +174,8 @@ class Marker:
                    metadata.get(FENCE_EPOCH_KEY) or None,
                    metadata.get(FENCE_DRAINED_KEY) or None,
                    tuple(entry for entry in (
-                       metadata.get(FENCE_LOST_KEY) or '').split(',')
-                       if entry))
+                       metadata.get(FENCE_LOST_KEY) or '').split(
+                           wire.LOST_SEPARATOR) if entry))
 
     @property
     def drained(self) -> bool:
@@ -195,11 +196,12 @@ class Marker:
         Oldest entries go first when the admin metadata value would
         exceed 255 characters.
         """
-        entries = list(self.lost) + ['%s/%s' % (self.host,
-                                                self.epoch or '')]
-        while len(','.join(entries)) > _LOST_MAX_CHARS and len(entries) > 1:
+        entries = list(self.lost) + [wire.LOST_HOST_SEPARATOR.join(
+            (self.host or '', self.epoch or ''))]
+        while (len(wire.LOST_SEPARATOR.join(entries)) > _LOST_MAX_CHARS and
+               len(entries) > 1):
             entries.pop(0)
-        return ','.join(entries)
+        return wire.LOST_SEPARATOR.join(entries)
 
 
 def read_marker(volume: Any) -> Marker:

@@ -38,6 +38,7 @@ from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import identity
+from os_brick_cas import labels
 from os_brick_cas import locks
 from os_brick_cas import modes
 from os_brick_cas import opencas_conf
@@ -147,10 +148,10 @@ class VolumeCache(object):
             return core
         dirty = self.casadm.dirty_blocks(core)
         if dirty == 0:
-            LOG.info('Core %(core)s of instance %(cache)s was added for '
-                     'attachment %(old)s of volume %(vol)s; removing it so '
-                     'attachment %(new)s never reads its old cached lines.',
-                     {'core': core.core_id, 'cache': core.cache_id,
+            LOG.info('Volume %(vol)s: %(core)s was added for attachment '
+                     '%(old)s; removing it so attachment %(new)s never '
+                     'reads its old cached lines.',
+                     {'core': core.label,
                       'old': record.epoch if record else 'unknown',
                       'vol': volume, 'new': epoch})
             self.detach_core(core, volume, spec, caches)
@@ -203,10 +204,9 @@ class VolumeCache(object):
                     priv_devices.record_owner(core_device, epoch, cache_id,
                                               core.core_id)
             except Exception:
-                LOG.exception('Could not record core %(core)s of cache '
-                              '%(cache)s in %(conf)s or its ownership '
-                              'record; removing it again.',
-                              {'core': core.core_id, 'cache': cache_id,
+                LOG.exception('Could not record %(core)s in %(conf)s or '
+                              'its ownership record; removing it again.',
+                              {'core': labels.core(cache_id, core.core_id),
                                'conf': self.opencas_conf_path})
                 # Nothing was written through it yet: removal is safe.
                 self.casadm.remove_core(core)
@@ -233,12 +233,10 @@ class VolumeCache(object):
             drain_mod.DrainManager(self.casadm).forget_inherited(
                 core.cache_id, core.core_id)
         except exception.CasError as exc:
-            LOG.warning('Could not check the IO classes of instance '
-                        '%(cache)s for new core %(core)s (%(err)s); if '
-                        '"os-brick-cas status" shows it drained, run '
-                        '"os-brick-cas undrain" for it.',
-                        {'cache': core.cache_id, 'core': core.core_id,
-                         'err': exc})
+            LOG.warning('Could not check the IO classes for the new '
+                        '%(core)s (%(err)s); if "os-brick-cas status" shows '
+                        'it drained, run "os-brick-cas undrain" for it.',
+                        {'core': core.label, 'err': exc})
 
     def _require_persistent_cache(self, cache_id: int,
                                   mode: modes.CacheMode, volume: str) -> None:
@@ -258,24 +256,22 @@ class VolumeCache(object):
                spec: Optional[rbd_names.ImageSpec]) -> CachedDevice:
         mode = self._mode_of(caches, core.cache_id)
         if mode != requested:
-            LOG.warning('Volume %(vol)s is already a core of instance '
-                        '%(cache)s (%(mode)s) while %(req)s was asked for; '
-                        'keeping it where its cached data is.',
-                        {'vol': volume, 'cache': core.cache_id,
+            LOG.warning('Volume %(vol)s is already %(core)s (%(mode)s) '
+                        'while %(req)s was asked for; keeping it where its '
+                        'cached data is.',
+                        {'vol': volume, 'core': core.label,
                          'mode': mode.value, 'req': requested.value})
         fresh = not core.active
         if core.active:
             LOG.debug('Volume %(vol)s is already cached as %(path)s',
                       {'vol': volume, 'path': core.exported})
         else:
-            identity.verify_link(core.device, 're-activate core %d of '
-                                 'instance %d' % (core.core_id,
-                                                  core.cache_id), spec)
+            identity.verify_link(core.device, 're-activate ' + core.label,
+                                 spec)
             core = self._try_add(core, volume, spec)
-            LOG.info('Re-activated inactive core %(core)s of instance '
-                     '%(cache)s for volume %(vol)s as %(path)s',
-                     {'core': core.core_id, 'cache': core.cache_id,
-                      'vol': volume, 'path': core.exported})
+            LOG.info('Re-activated inactive %(core)s for volume %(vol)s '
+                     'as %(path)s', {'core': core.label, 'vol': volume,
+                                     'path': core.exported})
         if mode.holds_dirty_data and not opencas_conf.read(
                 self.opencas_conf_path).lists_core(
                     core.cache_id, core.core_id, core.device):
@@ -327,15 +323,11 @@ class VolumeCache(object):
             if not core.active:
                 core = self._reactivate_for_removal(core, volume, spec)
             if core.active:
-                identity.verify_link(core.device, 'flush and remove core %d '
-                                     'of instance %d' % (core.core_id,
-                                                         core.cache_id),
-                                     spec)
+                identity.verify_link(core.device,
+                                     'flush and remove ' + core.label, spec)
                 if dirty:
-                    LOG.info('Flushing volume %(vol)s (core %(core)s of '
-                             'instance %(cache)s) before removal',
-                             {'vol': volume, 'core': core.core_id,
-                              'cache': core.cache_id})
+                    LOG.info('Flushing volume %(vol)s (%(core)s) before '
+                             'removal', {'vol': volume, 'core': core.label})
                     with events.timed('flush'):
                         self.casadm.flush(core.cache_id, core.core_id,
                                           self._flush_timeout)
@@ -377,11 +369,9 @@ class VolumeCache(object):
                 return self._loader_won(now, volume, spec)
             return core
         if self._is_own_device(core, spec):
-            LOG.info('Re-activating inactive core %(core)s of instance '
-                     '%(cache)s to flush %(dirty)s dirty blocks of volume '
-                     '%(vol)s', {'core': core.core_id,
-                                 'cache': core.cache_id, 'dirty': dirty,
-                                 'vol': volume})
+            LOG.info('Re-activating inactive %(core)s to flush %(dirty)s '
+                     'dirty blocks of volume %(vol)s',
+                     {'core': core.label, 'dirty': dirty, 'vol': volume})
             return self._try_add(core, volume, spec)
         raise exception.InactiveCoreDeviceMissing(
             action='remove the inactive core of volume %s (its device %s is '
@@ -456,12 +446,11 @@ class VolumeCache(object):
     def _loader_won(self, now: casadm_mod.Core, volume: str,
                     spec: Optional[rbd_names.ImageSpec]) -> casadm_mod.Core:
         """Go on with a core the udev loader re-activated (identity first)."""
-        identity.verify_link(now.device, 'use core %d of instance %d '
-                             're-activated by the Open CAS udev loader'
-                             % (now.core_id, now.cache_id), spec)
-        LOG.info('Core %(core)s of instance %(cache)s (volume %(vol)s) was '
-                 're-activated by the Open CAS udev loader first; using it.',
-                 {'core': now.core_id, 'cache': now.cache_id, 'vol': volume})
+        identity.verify_link(now.device, 'use %s re-activated by the Open '
+                             'CAS udev loader' % now.label, spec)
+        LOG.info('Volume %(vol)s: %(core)s was re-activated by the Open CAS '
+                 'udev loader first; using it.',
+                 {'core': now.label, 'vol': volume})
         return now
 
     @staticmethod
@@ -475,9 +464,8 @@ class VolumeCache(object):
         if not os.path.exists(core.device):
             return False
         try:
-            identity.verify_link(core.device, 're-activate core %d of '
-                                 'instance %d' % (core.core_id,
-                                                  core.cache_id), spec)
+            identity.verify_link(core.device, 're-activate ' + core.label,
+                                 spec)
         except exception.ImageIdentityMismatch as exc:
             LOG.warning('Not re-activating through %(link)s: %(err)s',
                         {'link': core.device, 'err': exc})
@@ -497,11 +485,11 @@ class VolumeCache(object):
             if device != core_device:
                 continue
             if cache_id not in running:
-                LOG.warning('%(conf)s lists %(dev)s as core %(core)s of '
-                            'instance %(cache)s, which is not running; '
-                            'keeping the row so its data can be reloaded.',
+                LOG.warning('%(conf)s lists %(dev)s as %(core)s, which is '
+                            'not running; keeping the row so its data can '
+                            'be reloaded.',
                             {'conf': self.opencas_conf_path, 'dev': device,
-                             'core': core_id, 'cache': cache_id})
+                             'core': labels.core(cache_id, core_id)})
                 continue
             LOG.info('Dropping stale opencas.conf row %(cache)s/%(core)s for '
                      '%(dev)s', {'cache': cache_id, 'core': core_id,

@@ -30,6 +30,7 @@ from oslo_log import log as logging
 import tenacity
 
 from os_brick_cas import exception
+from os_brick_cas import labels
 from os_brick_cas import opts
 from os_brick_cas.privileged import casadm as priv_casadm
 from os_brick_cas import validation
@@ -55,6 +56,11 @@ class Core:
     @property
     def active(self) -> bool:
         return self.status != 'Inactive'
+
+    @property
+    def label(self) -> str:
+        """``core 3 of cache instance 1`` (:func:`labels.core`)."""
+        return labels.core(self.cache_id, self.core_id)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -500,7 +506,11 @@ class Casadm(object):
                          .get(DIRTY_BLOCKS, '0') or 0))
 
     def version(self) -> dict[str, str]:
-        """``{'CAS Cache Kernel Module': ..., 'CAS CLI Utility': ...}``."""
+        """``{'CAS Cache Kernel Module': ..., 'CAS CLI Utility': ...}``.
+
+        The host simulator adds a row naming itself
+        (:mod:`os_brick_cas.stand_in`).
+        """
         timeout = self._timeout
         out = _check('--version', priv_casadm.version(timeout),
                      timeout=timeout)

@@ -194,8 +194,7 @@ class CachedRBDConnector(rbd.RBDConnector):
             caches = self.volume_cache.list_caches()
         except exception.CasError:
             return None
-        holders = ['Open CAS core %d of cache instance %d (%s)' % (
-                   core.core_id, core.cache_id, core.device)
+        holders = ['Open CAS %s (%s)' % (core.label, core.device)
                    for cache in caches for core in cache.cores
                    if core.active and os.path.realpath(core.device) == real]
         if not holders:
@@ -314,13 +313,13 @@ class CachedRBDConnector(rbd.RBDConnector):
         if not core.active:
             raise exception.AmbiguousCore(
                 action='detach', volume=volume.label,
-                reason='inactive core %d of instance %d was added by '
+                reason='inactive %s was added by '
                        'os-brick-cas 1.x as %s, a name another image can '
                        'share, so its data cannot be matched to this '
                        'volume safely. Re-activate it by hand (casadm '
                        '--script --add-core --try-add) once you know which '
                        "image's device belongs under that name"
-                       % (core.core_id, core.cache_id, legacy))
+                       % (core.label, legacy))
         identity.verify_link(core.device, 'detach volume %s' % volume.label,
                              volume.spec)
         return core

@@ -79,14 +79,10 @@ def tune_new_core(casadm: casadm_mod.Casadm, core: casadm_mod.Core,
         casadm.set_params(params.SEQ_CUTOFF, core.cache_id, values,
                           core_id=core.core_id)
     except exception.CasError as exc:
-        LOG.warning('Could not give core %(core)d of instance %(cache)d the '
-                    'host layout\'s sequential cut-off (%(values)s): '
-                    '%(err)s. It caches with Open CAS defaults; run '
-                    '"os-brick-cas host apply" to set it.',
-                    {'core': core.core_id, 'cache': core.cache_id,
-                     'values': summary, 'err': exc})
+        LOG.warning('Could not give %(core)s the host layout\'s sequential '
+                    'cut-off (%(values)s): %(err)s. It caches with Open '
+                    'CAS defaults; run "os-brick-cas host apply" to set it.',
+                    {'core': core.label, 'values': summary, 'err': exc})
         return
-    LOG.debug('Core %(core)d of instance %(cache)d: sequential cut-off '
-              '%(values)s from the host layout.',
-              {'core': core.core_id, 'cache': core.cache_id,
-               'values': summary})
+    LOG.debug('Sequential cut-off of %(core)s: %(values)s from the host '
+              'layout.', {'core': core.label, 'values': summary})

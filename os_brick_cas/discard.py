@@ -70,8 +70,8 @@ def _discard(volume_id: str, lost_epochs: Iterable[str], confirmed: bool,
     if core is None:
         return report.Outcome(True, 'volume %s has no core on this host; '
                                     'nothing to discard' % volume_id)
-    label = 'core %d of cache instance %d (%s, %s dirty blocks)' % (
-        core.cache_id, core.core_id, core.status, core.dirty_blocks)
+    label = '%s (%s, %s dirty blocks)' % (core.label, core.status,
+                                          core.dirty_blocks)
     record = ownership.read(core.core_device)
     if record is None or record.epoch not in lost:
         return report.Outcome(False, (

@@ -44,6 +44,7 @@ from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import events
 from os_brick_cas import exception
+from os_brick_cas import labels
 from os_brick_cas import locks
 from os_brick_cas import opts
 from os_brick_cas import releases
@@ -240,9 +241,8 @@ class DrainManager(object):
             with table_lock(cache_id, limit.left()):
                 changed = self._apply_locked(cache, core_id, True)
             if changed:
-                LOG.info('Core %(core)s of instance %(cache)s drained: its '
-                         'writes now go straight to Ceph',
-                         {'core': core_id, 'cache': cache_id})
+                LOG.info('Drained %s: its writes now go straight to Ceph',
+                         labels.core(cache_id, core_id))
             self.casadm.flush(cache_id, core_id,
                               limit.whole_seconds('the flush'))
 
@@ -250,8 +250,7 @@ class DrainManager(object):
         """Drop core *core_id*'s drain class (table lock only)."""
         with table_lock(cache_id, limit.left()):
             if self._apply_locked(self._fresh(cache_id), core_id, False):
-                LOG.info('Core %(core)s of instance %(cache)s undrained',
-                         {'core': core_id, 'cache': cache_id})
+                LOG.info('Undrained %s', labels.core(cache_id, core_id))
 
     def undrain(self, cache: casadm_mod.CacheInstance,
                 core: Optional[casadm_mod.Core], core_id: int) -> None:
@@ -290,10 +289,9 @@ class DrainManager(object):
         (see the module docstring). Takes only :func:`table_lock`.
         """
         if self._drop(cache_id, core_id):
-            LOG.warning('Core %(core)s of instance %(cache)s was just added '
-                        'and found the drain class of an earlier core with '
-                        'its id; dropped it so the new volume caches its '
-                        'writes.', {'core': core_id, 'cache': cache_id})
+            LOG.warning('Dropped the drain class an earlier core left for '
+                        '%s, just added with its id, so the new volume '
+                        'caches its writes.', labels.core(cache_id, core_id))
 
     def is_drained(self, cache_id: int, core_id: int) -> bool:
         return core_id in drained_cores(

@@ -17,13 +17,27 @@ All derive from os-brick's BrickException so callers that already catch
 os-brick errors (nova's volume drivers) keep working.
 """
 
+from typing import Any, Optional
+
 from os_brick import exception as brick_exception
+
+from os_brick_cas import labels
 
 
 class CasError(brick_exception.BrickException):
-    """Base class of every os-brick-cas error."""
+    """Base class of every os-brick-cas error.
+
+    Given ``cache_id`` and ``core``, a message names the core as
+    :func:`os_brick_cas.labels.core` does (``%(core_label)s``).
+    """
 
     message = "An unknown Open CAS error occurred."
+
+    def __init__(self, message: Optional[str] = None, **kwargs: Any):
+        if 'cache_id' in kwargs and 'core' in kwargs:
+            kwargs.setdefault('core_label', labels.core(kwargs['cache_id'],
+                                                        kwargs['core']))
+        super().__init__(message, **kwargs)
 
 
 class InvalidInput(CasError, ValueError):
@@ -143,8 +157,8 @@ class DeviceBusy(CasError):
 class DirtyDataPresent(CasError):
     """Refusal to do something that would drop write-back dirty data."""
 
-    message = ("Refusing to %(action)s: core %(core)s of cache instance "
-               "%(cache_id)s still holds %(dirty)s dirty 4 KiB blocks that "
+    message = ("Refusing to %(action)s: %(core_label)s still holds "
+               "%(dirty)s dirty 4 KiB blocks that "
                "are not yet in Ceph. Flush it ('os-brick-cas flush --volume "
                "...') and retry; nothing was removed.")
 
@@ -153,7 +167,7 @@ class CachedDataMayBeNewer(CasError):
     """A stopped cache of this host may hold the volume's newest data."""
 
     message = ("Refusing to %(action)s volume %(volume)s: %(conf)s lists it "
-               "as core %(core)s of cache instance %(cache_id)s, which is "
+               "as %(core_label)s, which is "
                "%(state)s, so that cache may hold data of the volume that "
                "Ceph does not have. Start the cache (casctl start, or "
                "casadm --start-cache --load) so the core is reloaded, then "
@@ -164,8 +178,8 @@ class CachedDataMayBeNewer(CasError):
 class NotDataOwner(CasError):
     """This host's cached data of a volume belongs to an older attachment."""
 
-    message = ("Refusing to %(action)s volume %(volume)s: core %(core)s of "
-               "cache instance %(cache_id)s holds %(dirty)s dirty blocks of "
+    message = ("Refusing to %(action)s volume %(volume)s: %(core_label)s "
+               "holds %(dirty)s dirty blocks of "
                "attachment %(epoch)s, but the volume's fence marker names "
                "%(owner)s as the owner of its newest data, so these blocks "
                "may be older than what Ceph has. Nothing was changed: the "
@@ -177,7 +191,7 @@ class NotDataOwner(CasError):
 class IoClassBudgetSpent(CasError):
     """No IO class id is left on an instance (at most 33, ids 0-32)."""
 
-    message = ("Cannot drain core %(core)s of cache instance %(cache_id)s: "
+    message = ("Cannot drain %(core_label)s: "
                "its IO-class table already uses all 33 classes. Undrain "
                "another volume of this instance first.")
 
@@ -197,21 +211,21 @@ class InactiveCoreDeviceMissing(DirtyDataPresent):
 
 
 class FlushFailed(CasError):
-    message = ("Flushing core %(core)s of cache instance %(cache_id)s failed: "
+    message = ("Flushing %(core_label)s failed: "
                "%(detail)s. The core, its dirty data and the RBD mapping "
                "were left in place; fix the cause (see dmesg) and retry "
                "the detach.")
 
 
 class FlushTimedOut(FlushFailed):
-    message = ("Flushing core %(core)s of cache instance %(cache_id)s did not "
+    message = ("Flushing %(core_label)s did not "
                "finish within %(timeout)s s. The core, its dirty data and "
                "the RBD mapping were left in place; retry the detach or "
                "raise [os_brick_cas] flush_timeout.")
 
 
 class CoreRemovalFailed(CasError):
-    message = ("Removing core %(core)s of cache instance %(cache_id)s failed "
+    message = ("Removing %(core_label)s failed "
                "after its device was detached (%(detail)s): the core is now "
                "inactive and its dirty data is kept in the cache (instance "
                "incomplete); the RBD mapping and the opencas.conf row were "
@@ -220,7 +234,7 @@ class CoreRemovalFailed(CasError):
 
 
 class CoreInactive(CasError):
-    message = ("Core %(core)s of cache instance %(cache_id)s is inactive "
+    message = ("Open CAS %(core_label)s is inactive "
                "(its device %(device)s is missing). Re-attach the volume so "
                "it is re-activated before removing it.")
 
@@ -254,7 +268,7 @@ class OpenCasConfRefused(CasError, ValueError):
 
 
 class CoreNotFound(CasError):
-    message = ("Core %(core)s of cache instance %(cache_id)s does not exist "
+    message = ("Open CAS %(core_label)s does not exist "
                "(%(detail)s); it was removed meanwhile. See 'os-brick-cas "
                "status' and retry.")
 
@@ -262,7 +276,7 @@ class CoreNotFound(CasError):
 class CoreActive(CasError):
     """--remove-inactive on a core whose device is present again."""
 
-    message = ("Core %(core)s of cache instance %(cache_id)s is active again "
+    message = ("Open CAS %(core_label)s is active again "
                "(%(detail)s), e.g. re-added by Open CAS's udev loader. Retry "
                "the detach: an active core is flushed and removed.")
 

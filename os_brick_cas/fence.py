@@ -34,16 +34,12 @@ from cinderclient import exceptions as cinder_exceptions
 from oslo_log import log as logging
 
 from os_brick_cas import exception
+from os_brick_cas import fence_wire as wire
 from os_brick_cas import ownership
+from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
 
-SET_ACTION = 'os-brick-cas-set-fence'
-CLEAR_ACTION = 'os-brick-cas-clear-fence'
-ATTRIBUTE = 'os-brick-cas:fence'
-EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
-LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
-DRAINED_ATTRIBUTE = 'os-brick-cas:fence-drained'
 #: how many times :meth:`FenceClient.take` reads again after a conflict
 TAKE_ATTEMPTS = 3
 
@@ -94,16 +90,16 @@ def _wire(expect: Optional[Owner]) -> Optional[dict[str, Any]]:
     """*expect* as the API's ``expect`` object (None: no marker)."""
     if expect is None:
         return None
-    return {'host': expect.host, 'epoch': expect.epoch,
-            'drained': expect.drained}
+    return {wire.HOST: expect.host, wire.EPOCH: expect.epoch,
+            wire.DRAINED: expect.drained}
 
 
 def _owner_from_wire(record: Any) -> Optional[Owner]:
     """The ``current`` record of a 409 body as an Owner (None: none)."""
-    if record is None or not record.get('host'):
+    if record is None or not record.get(wire.HOST):
         return None
-    return Owner(record['host'], record.get('epoch') or None,
-                 bool(record.get('drained')))
+    return Owner(record[wire.HOST], record.get(wire.EPOCH) or None,
+                 bool(record.get(wire.DRAINED)))
 
 
 def _conflict_record(body: Any) -> tuple[bool, Optional[Owner]]:
@@ -138,16 +134,17 @@ class FenceClient(object):
                ) -> tuple[Optional[Owner], list[Owner]]:
         """The owner and the owners declared lost, from one volume show."""
         volume = self.cinder.volumes.get(volume_id)
-        host = getattr(volume, ATTRIBUTE, None)
-        epoch = getattr(volume, EPOCH_ATTRIBUTE, None) or None
+        host = getattr(volume, wire.ATTRIBUTE, None)
+        epoch = getattr(volume, wire.EPOCH_ATTRIBUTE, None) or None
         drained = bool(epoch and
-                       getattr(volume, DRAINED_ATTRIBUTE, None) == epoch)
+                       getattr(volume, wire.DRAINED_ATTRIBUTE, None) == epoch)
         owner = Owner(host, epoch, drained) if host else None
         lost = []
-        for entry in (getattr(volume, LOST_ATTRIBUTE, None) or '').split(
-                ','):
+        for entry in (getattr(volume, wire.LOST_ATTRIBUTE, None) or '').split(
+                wire.LOST_SEPARATOR):
             if entry:
-                lost_host, _sep, epoch = entry.partition('/')
+                lost_host, _sep, epoch = entry.partition(
+                    wire.LOST_HOST_SEPARATOR)
                 lost.append(Owner(lost_host, epoch or None))
         return owner, lost
 
@@ -158,7 +155,7 @@ class FenceClient(object):
         :raises exception.FenceConflict: Cinder holds another record.
         """
         if expect is not UNSET:
-            body['expect'] = _wire(expect)
+            body[wire.EXPECT] = _wire(expect)
         # cinderclient has no class for 409 and drops the body: read it
         http = self.cinder.client
         response, answer = http.post('/volumes/%s/action' % volume_id,
@@ -183,13 +180,14 @@ class FenceClient(object):
         if that is what it holds (compare-and-swap).
 
         :raises exception.FenceConflict: *expect* is not what Cinder holds.
+        :raises exception.InvalidInput: a host or epoch the API refuses.
         """
-        body: dict[str, Any] = {'host': host}
+        body: dict[str, Any] = {wire.HOST: validation.fence_host(host)}
         if epoch:
-            body['epoch'] = epoch
+            body[wire.EPOCH] = validation.epoch(epoch)
         if drained:
-            body['drained'] = True
-        self._action(SET_ACTION, volume_id, body, expect)
+            body[wire.DRAINED] = True
+        self._action(wire.SET_ACTION, volume_id, body, expect)
         LOG.info('Fence marker of volume %(vol)s set to host %(host)s '
                  '(attachment %(epoch)s%(drained)s)',
                  {'vol': volume_id, 'host': host, 'epoch': epoch,
@@ -241,8 +239,8 @@ class FenceClient(object):
 
         :raises exception.FenceConflict: *expect* is not what Cinder holds.
         """
-        self._action(CLEAR_ACTION, volume_id,
-                     {'lost': True} if lost else {}, expect)
+        self._action(wire.CLEAR_ACTION, volume_id,
+                     {wire.LOST: True} if lost else {}, expect)
         LOG.info('Fence marker of volume %s cleared%s', volume_id,
                  ' (owner declared lost)' if lost else '')
 

@@ -30,6 +30,7 @@ import tempfile
 from typing import Iterator, Optional
 
 from os_brick_cas import exception
+from os_brick_cas import labels
 
 LAZY_STARTUP = 'lazy_startup=true'
 TEMP_PREFIX = '.opencas.conf.'
@@ -165,10 +166,10 @@ def _check_add(text: str, add: CoreRow, remove: Optional[CoreRow]) -> None:
         if _same_device(device, add.device):
             raise exception.OpenCasConfRefused(
                 row=add.render(),
-                reason='the device is already listed as core %d of cache '
-                       'instance %d, which may still hold its dirty data; '
-                       'detach it from that instance (or remove that row '
-                       'once its data is flushed) first' % (key[1], key[0]))
+                reason='the device is already listed as %s, which may '
+                       'still hold its dirty data; detach it from that '
+                       'instance (or remove that row once its data is '
+                       'flushed) first' % labels.core(key[0], key[1]))
 
 
 def rewrite(text: str, add: Optional[CoreRow] = None,

@@ -84,6 +84,5 @@ def recover(volume_id: str, owner_epoch: Optional[str], rbd_user: str,
             return report.Outcome(False, 'refused: %s' % exc)
         (connector or connector_mod.CachedRBDConnector(None)
          ).disconnect_volume(props, None)
-    return report.Outcome(True, 'recovered volume %s: core %d of cache '
-                                'instance %d flushed to Ceph and removed' % (
-                                    volume_id, core.core_id, core.cache_id))
+    return report.Outcome(True, 'recovered volume %s: %s flushed to Ceph '
+                                'and removed' % (volume_id, core.label))

@@ -27,6 +27,7 @@ from oslo_log import log as logging
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import drain
 from os_brick_cas import exception
+from os_brick_cas import labels
 from os_brick_cas import openers
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
@@ -71,6 +72,11 @@ class CoreReport:
     #: processes holding ``exported`` open (e.g. a QEMU whose hot-unplug
     #: never completed): while any does, the core cannot be removed
     held_by: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """``core 3 of cache instance 1`` (:func:`labels.core`)."""
+        return labels.core(self.cache_id, self.core_id)
 
     @property
     def core(self) -> casadm_mod.Core:

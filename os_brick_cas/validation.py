@@ -18,8 +18,10 @@ Each function returns the value in its canonical type or raises
 
 import os
 import re
+from typing import Callable, cast
 
 from os_brick_cas import exception
+from os_brick_cas import fence_wire
 from os_brick_cas import modes
 from os_brick_cas import rbd_names
 
@@ -176,16 +178,25 @@ def cache_mode(value: object) -> modes.CacheMode:
             reason='must be one of %s' % ', '.join(modes.ALL_MODES))
 
 
-_EPOCH = re.compile(r'[A-Za-z0-9][A-Za-z0-9-]{0,63}')
-
-
 def epoch(value: object) -> str:
     """An attachment epoch: a Cinder attachment id (UUID-like)."""
-    if not isinstance(value, str) or not _EPOCH.fullmatch(value):
-        raise exception.InvalidInput(
-            what='attachment epoch', value=value,
-            reason='must be 1-64 letters, digits or dashes')
-    return value
+    return _fence_string('attachment epoch', value, fence_wire.is_epoch,
+                         'must be 1-64 letters, digits or dashes, not '
+                         'starting with a dash')
+
+
+def fence_host(value: object) -> str:
+    """A compute host name as the fence marker holds it (nova's name)."""
+    return _fence_string('compute host name', value, fence_wire.is_host,
+                         'must be 1-255 letters, digits or _.:@-')
+
+
+def _fence_string(what: str, value: object,
+                  accepts: Callable[[object], bool], reason: str) -> str:
+    """*value* if the fence marker's pattern (fence_wire) *accepts* it."""
+    if not accepts(value):
+        raise exception.InvalidInput(what=what, value=value, reason=reason)
+    return cast(str, value)
 
 
 def io_class_id(value: object) -> int:

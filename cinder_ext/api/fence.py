@@ -43,7 +43,6 @@ needs for active/active. Enable the extension in cinder.conf::
     osapi_volume_extension = cinder_ext.api.fence.Fence
 """
 
-import re
 from typing import Any, Callable
 
 from cinder.api import extensions
@@ -60,22 +59,14 @@ from cinder_ext.api import sync_guards
 from cinder_ext import compat
 from cinder_ext import guards
 from cinder_ext import policies
+from os_brick_cas import fence_wire as wire
 
-SET_ACTION = 'os-brick-cas-set-fence'
-CLEAR_ACTION = 'os-brick-cas-clear-fence'
-ATTRIBUTE = 'os-brick-cas:fence'
-EPOCH_ATTRIBUTE = 'os-brick-cas:fence-epoch'
-LOST_ATTRIBUTE = 'os-brick-cas:fence-lost'
-DRAINED_ATTRIBUTE = 'os-brick-cas:fence-drained'
-_HOST = re.compile(r'^[A-Za-z0-9_.:@-]{1,255}$')
-_EPOCH = re.compile(r'^[A-Za-z0-9-]{1,64}$')
 #: tooz lock of one volume's marker (cinder's coordination backend)
 LOCK_NAME = 'os-brick-cas-fence-%s'
 #: seconds a change waits for that lock (held for milliseconds per change)
 LOCK_TIMEOUT = 10
 #: no ``expect`` in the request: change the marker whatever it is
 UNCONDITIONAL = object()
-_EXPECT_KEYS = {'host', 'epoch', 'drained'}
 
 LOG = logging.getLogger(__name__)
 
@@ -86,20 +77,18 @@ def _expected(params: dict) -> Any:
     ``null``, or a record whose host is null (and epoch null, drained
     false), means "no marker". Anything else malformed is a 400.
     """
-    if 'expect' not in params:
+    if wire.EXPECT not in params:
         return UNCONDITIONAL
-    expect = params['expect']
+    expect = params[wire.EXPECT]
     if expect is None:
         return None
     host = epoch = drained = object()   # invalid unless given
-    if isinstance(expect, dict) and set(expect) == _EXPECT_KEYS:
-        host, epoch, drained = (expect['host'], expect['epoch'],
-                                expect['drained'])
+    if isinstance(expect, dict) and set(expect) == wire.EXPECT_KEYS:
+        host, epoch, drained = (expect[wire.HOST], expect[wire.EPOCH],
+                                expect[wire.DRAINED])
     valid = (isinstance(drained, bool) and
-             (epoch is None or (isinstance(epoch, str) and
-                                _EPOCH.fullmatch(epoch) is not None)) and
-             (host is None or (isinstance(host, str) and
-                               _HOST.fullmatch(host) is not None)) and
+             (epoch is None or wire.is_epoch(epoch)) and
+             (host is None or wire.is_host(host)) and
              not (drained and epoch is None) and
              not (host is None and (epoch is not None or drained)))
     if not valid:
@@ -139,21 +128,20 @@ class FenceController(wsgi.Controller):
         self._authorize(req, rule)
         return req.environ['cinder.context']
 
-    @wsgi.action(SET_ACTION)
+    @wsgi.action(wire.SET_ACTION)
     def _set_fence(self, req, id, body):
         context = self._admin_context(req, policies.SET)
-        params = self._params(body, SET_ACTION)
-        host = params.get('host')
-        epoch = params.get('epoch', '')
-        drained = params.get('drained', False)
-        if (not isinstance(host, str) or not _HOST.fullmatch(host) or
-                not isinstance(epoch, str) or
-                (epoch and not _EPOCH.fullmatch(epoch)) or
+        params = self._params(body, wire.SET_ACTION)
+        host = params.get(wire.HOST)
+        epoch = params.get(wire.EPOCH, '')
+        drained = params.get(wire.DRAINED, False)
+        if (not wire.is_host(host) or
+                not (epoch == '' or wire.is_epoch(epoch)) or
                 not isinstance(drained, bool) or (drained and not epoch)):
             raise webob.exc.HTTPBadRequest(
                 explanation="'%s' needs {'host': <compute host name>[, "
                             "'epoch': <attachment id>[, 'drained': "
-                            "true|false]][, 'expect': ...]}" % SET_ACTION)
+                            "true|false]][, 'expect': ...]}" % wire.SET_ACTION)
 
         def change(admin, marker: guards.Marker) -> None:
             # the drained flag goes first: a reader between the two
@@ -169,15 +157,15 @@ class FenceController(wsgi.Controller):
 
         return self._swap(context, id, _expected(params), change)
 
-    @wsgi.action(CLEAR_ACTION)
+    @wsgi.action(wire.CLEAR_ACTION)
     def _clear_fence(self, req, id, body):
         context = self._admin_context(req, policies.CLEAR)
-        params = self._params(body, CLEAR_ACTION)
-        lost = params.get('lost', False)
+        params = self._params(body, wire.CLEAR_ACTION)
+        lost = params.get(wire.LOST, False)
         if not isinstance(lost, bool):
             raise webob.exc.HTTPBadRequest(
                 explanation="'%s' takes {'lost': true|false[, 'expect': "
-                            "...]}" % CLEAR_ACTION)
+                            "...]}" % wire.CLEAR_ACTION)
 
         def change(admin, marker: guards.Marker) -> None:
             if lost and marker.host:
@@ -255,10 +243,11 @@ class FenceController(wsgi.Controller):
 
     def _add_attribute(self, req, resp_volume):
         marker = guards.read_marker(req.get_db_volume(resp_volume['id']))
-        resp_volume[ATTRIBUTE] = marker.host
-        resp_volume[EPOCH_ATTRIBUTE] = marker.epoch
-        resp_volume[LOST_ATTRIBUTE] = ','.join(marker.lost)
-        resp_volume[DRAINED_ATTRIBUTE] = marker.drained_epoch
+        resp_volume[wire.ATTRIBUTE] = marker.host
+        resp_volume[wire.EPOCH_ATTRIBUTE] = marker.epoch
+        resp_volume[wire.LOST_ATTRIBUTE] = wire.LOST_SEPARATOR.join(
+            marker.lost)
+        resp_volume[wire.DRAINED_ATTRIBUTE] = marker.drained_epoch
 
     @wsgi.extends
     def show(self, req, resp_obj, id):

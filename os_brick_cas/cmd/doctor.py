@@ -21,7 +21,7 @@ when a check itself crashed.
 
 import argparse
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from oslo_config import cfg
 
@@ -38,11 +38,6 @@ exit_code = checks.exit_code
 owner_client = owner_checks.owner_client
 #: result word per exit code, as in the JSON document
 RESULTS = {0: OK, 1: WARN, 2: FAIL, 255: checks.ERROR}
-
-#: set by cinder_ext.admin when installed: returns a FenceClient, or None
-#: when no Cinder credentials are configured (owners are then not checked)
-OWNER_SOURCE: Optional[Callable[[], Any]] = None
-
 
 #: one row per finding (``-f value``/``csv``/``-c``)
 COLUMNS = ('level', 'check', 'message')

@@ -136,14 +136,13 @@ def _drain_one(machine: lifecycle.Lifecycle, target: Target,
     name = label(core)
     if not core.active:
         raise exception.CasError(
-            message='core %d of instance %d is inactive (after a reboot?) '
-                    'and may hold dirty data; attach the volume on this '
-                    'host (or detach it: the detach flushes it) first'
-                    % (core.core_id, cache.cache_id))
+            message='%s is inactive (after a reboot?) and may hold dirty '
+                    'data; attach the volume on this host (or detach it: '
+                    'the detach flushes it) first' % core.label)
     left = limit.whole_seconds('the drain')
-    print('volume %s: draining %d dirty blocks (core %d of instance %d, at '
-          'most %ds)' % (name, machine.casadm.dirty_blocks(core),
-                         core.core_id, cache.cache_id, left), flush=True)
+    print('volume %s: draining %d dirty blocks (%s, at most %ds)' % (
+        name, machine.casadm.dirty_blocks(core), core.label, left),
+        flush=True)
     start = time.monotonic()
     result = machine.drain(subject(core), cinder, limit)
     print('volume %s drained in %.1fs (%d dirty blocks flushed); its writes '

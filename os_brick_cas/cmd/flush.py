@@ -162,13 +162,11 @@ def _flush_one(casadm: casadm_mod.Casadm, core: report.CoreReport,
             flush()
     except KeyboardInterrupt:
         # casadm got the same SIGINT and stops; what it wrote is in Ceph
-        raise Interrupted('interrupted: %s dirty blocks remain on core %d '
-                          'of cache instance %d (volume %s), nothing lost: '
-                          'they stay in the cache until a flush or detach '
-                          'writes them to Ceph' % (
-                              _dirty_now(casadm, core), core.core_id,
-                              core.cache_id, core.volume_id or
-                              core.core_device))
+        raise Interrupted('interrupted: %s dirty blocks remain on %s '
+                          '(volume %s), nothing lost: they stay in the '
+                          'cache until a flush or detach writes them to '
+                          'Ceph' % (_dirty_now(casadm, core), core.label,
+                                    core.volume_id or core.core_device))
 
 
 def _dirty_now(casadm: casadm_mod.Casadm, core: report.CoreReport) -> str:

@@ -161,8 +161,8 @@ def _cache_drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder],
         named = rbd_names.parse_link_name(os.path.basename(core.device))
         if not core.active:
             found.append(Drift(
-                core.device, 'core %d of instance %d is inactive: it may '
-                'hold the newest data' % (core.core_id, cache.cache_id),
+                core.device, '%s is inactive: it may hold the newest '
+                'data' % core.label,
                 'attach the volume on this host again (or detach it: '
                 'the detach flushes it); see "os-brick-cas owners"',
                 'inactive'))

@@ -102,17 +102,14 @@ def not_drained_reason(casadm: casadm_mod.Casadm,
     if found is None:
         return 'it has no core on this host'
     if not found.core.active:
-        return 'its core %d of instance %d is inactive' % (
-            found.core.core_id, found.cache.cache_id)
+        return 'its %s is inactive' % found.core.label
     table = (tables or {}).get(found.cache.cache_id)
     if table is None:
         table = casadm.list_io_classes(found.cache.cache_id)
     if found.core.core_id not in drain_mod.drained_cores(table):
-        return ('the IO-class table of instance %d does not drain core %d '
-                '(loaded by someone else?)' % (found.cache.cache_id,
-                                               found.core.core_id))
+        return ('the IO-class table does not drain %s (loaded by someone '
+                'else?)' % found.core.label)
     dirty = casadm.dirty_blocks(found.core)
     if dirty:
-        return 'core %d of instance %d still holds %d dirty blocks' % (
-            found.core.core_id, found.cache.cache_id, dirty)
+        return '%s still holds %d dirty blocks' % (found.core.label, dirty)
     return None

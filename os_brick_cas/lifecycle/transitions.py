@@ -354,9 +354,8 @@ class Lifecycle(object):
         if not found.core.active:
             raise exception.TransitionRefused(
                 action='undrain', volume=volume.label,
-                reason='its core %d of instance %d is inactive; attach the '
-                       'volume (re-activation) first'
-                % (found.core.core_id, found.cache.cache_id))
+                reason='its %s is inactive; attach the volume '
+                       '(re-activation) first' % found.core.label)
         drained = found.core.core_id in drain_mod.drained_cores(
             self.casadm.list_io_classes(found.cache.cache_id))
         if not drained and not rolling_back:

@@ -36,6 +36,7 @@ from os_brick_cas.simulator import releases
 from os_brick_cas.simulator import state as state_mod
 from os_brick_cas.simulator import stats as stats_mod
 from os_brick_cas.simulator import udev
+from os_brick_cas import stand_in
 
 VERSION = releases.DEFAULT_VERSION
 LIST_HEADER = 'type,id,disk,status,write policy,device'
@@ -812,8 +813,11 @@ def version(state: dict[str, Any], args: dict[str, Any]) -> Reply:
     """-V: exit 0 even without the module (cas_main.c handle_version)."""
     release = state.get('version') or VERSION
     module = release if state['module_loaded'] else 'Not Loaded'
+    # the third row names the stand-in: real casadm never prints it
     return Reply(0, 'Name,Version\nCAS Cache Kernel Module,%s\n'
-                    'CAS CLI Utility,%s\n' % (module, release))
+                    'CAS CLI Utility,%s\n%s,%s\n' % (
+                        module, release, stand_in.SIMULATOR_ROW,
+                        release))
 
 
 def _old_flush_syntax(state: dict[str, Any], verb: str,

@@ -46,7 +46,7 @@ class UndrainThenEvacuateTestCase(base.CephTestCase):
     def cli(self, *argv: str, credentials: bool) -> tuple[int, str]:
         """``os-brick-cas ARGV`` on this host, with or without Cinder."""
         self.useFixture(fixtures.MonkeyPatch(
-            'cinder_ext.admin.session_factory',
+            'os_brick_cas.cmd.cinder_session.session_factory',
             self.cinder.session if credentials else None))
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):

@@ -42,6 +42,7 @@ from cinder_ext.api import fence
 from cinder_ext import guards
 from os_brick_cas import exception as exception_mod
 from os_brick_cas import fence as os_fence
+from os_brick_cas import fence_wire as wire
 
 ATT1 = '00000000-0000-0000-0000-0000000a7701'
 ATT2 = '00000000-0000-0000-0000-0000000a7702'
@@ -71,11 +72,11 @@ class FenceCasTestCase(test.TestCase):
 
     def set(self, **params):
         return self.controller._set_fence(self.request(), self.volume.id,
-                                          {fence.SET_ACTION: params})
+                                          {wire.SET_ACTION: params})
 
     def clear(self, **params):
         return self.controller._clear_fence(self.request(), self.volume.id,
-                                            {fence.CLEAR_ACTION: params})
+                                            {wire.CLEAR_ACTION: params})
 
     def marker(self):
         return guards.Marker.parse(db.volume_admin_metadata_get(
@@ -223,7 +224,7 @@ class FenceCasTestCase(test.TestCase):
         for body in ('cmp1', ['cmp1']):
             self.assertRaises(
                 webob.exc.HTTPBadRequest, self.controller._set_fence,
-                self.request(), self.volume.id, {fence.SET_ACTION: body})
+                self.request(), self.volume.id, {wire.SET_ACTION: body})
 
 
 class FenceClientThroughCinderApiTestCase(test.TestCase):

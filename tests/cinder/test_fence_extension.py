@@ -26,6 +26,7 @@ import webob
 from cinder_ext.api import fence
 from cinder_ext import guards
 from cinder_ext import policies
+from os_brick_cas import fence_wire as wire
 from tests.cinder import compat as cinder_test_compat
 
 
@@ -48,7 +49,7 @@ class FenceExtensionTestCase(test.TestCase):
     def test_set_and_clear(self):
         response = self.controller._set_fence(
             self.request(), self.volume.id,
-            {fence.SET_ACTION: {'host': 'compute-1', 'epoch': 'att-1'}})
+            {wire.SET_ACTION: {'host': 'compute-1', 'epoch': 'att-1'}})
         self.assertEqual(202, response.status_int)
         self.assertEqual('compute-1',
                          self.admin_metadata()[guards.FENCE_KEY])
@@ -57,31 +58,31 @@ class FenceExtensionTestCase(test.TestCase):
         self.assertEqual('compute-1', guards.read_marker(volume).host)
         self.assertEqual('att-1', guards.read_marker(volume).epoch)
         self.controller._clear_fence(self.request(), self.volume.id,
-                                     {fence.CLEAR_ACTION: {}})
+                                     {wire.CLEAR_ACTION: {}})
         self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
         self.assertNotIn(guards.FENCE_EPOCH_KEY, self.admin_metadata())
         # clearing twice is fine
         self.controller._clear_fence(self.request(), self.volume.id,
-                                     {fence.CLEAR_ACTION: {}})
+                                     {wire.CLEAR_ACTION: {}})
 
     def test_drained_flag_names_one_attachment(self):
         """Set with drained, it names the epoch; set again drops it."""
         self.controller._set_fence(
             self.request(), self.volume.id,
-            {fence.SET_ACTION: {'host': 'compute-1', 'epoch': 'att-1',
-                                'drained': True}})
+            {wire.SET_ACTION: {'host': 'compute-1', 'epoch': 'att-1',
+                               'drained': True}})
         self.assertEqual('att-1',
                          self.admin_metadata()[guards.FENCE_DRAINED_KEY])
         self.controller._set_fence(
             self.request(), self.volume.id,
-            {fence.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-2'}})
+            {wire.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-2'}})
         self.assertNotIn(guards.FENCE_DRAINED_KEY, self.admin_metadata())
         self.controller._set_fence(
             self.request(), self.volume.id,
-            {fence.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-2',
-                                'drained': True}})
+            {wire.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-2',
+                               'drained': True}})
         self.controller._clear_fence(self.request(), self.volume.id,
-                                     {fence.CLEAR_ACTION: {}})
+                                     {wire.CLEAR_ACTION: {}})
         self.assertNotIn(guards.FENCE_DRAINED_KEY, self.admin_metadata())
         # drained without an epoch says nothing about which attachment
         for bad in ({'host': 'compute-1', 'drained': True},
@@ -89,7 +90,7 @@ class FenceExtensionTestCase(test.TestCase):
                      'drained': 'yes'}):
             self.assertRaises(webob.exc.HTTPBadRequest,
                               self.controller._set_fence, self.request(),
-                              self.volume.id, {fence.SET_ACTION: bad})
+                              self.volume.id, {wire.SET_ACTION: bad})
 
     def request_as(self, roles, admin=False):
         return cinder_test_compat.request(
@@ -98,18 +99,18 @@ class FenceExtensionTestCase(test.TestCase):
 
     def set_and_clear(self, req):
         self.controller._set_fence(req, self.volume.id,
-                                   {fence.SET_ACTION: {'host': 'x'}})
+                                   {wire.SET_ACTION: {'host': 'x'}})
         self.assertEqual('x', self.admin_metadata()[guards.FENCE_KEY])
         self.controller._clear_fence(req, self.volume.id,
-                                     {fence.CLEAR_ACTION: {}})
+                                     {wire.CLEAR_ACTION: {}})
         self.assertNotIn(guards.FENCE_KEY, self.admin_metadata())
 
     def test_owner_cannot_set_or_clear(self):
         for action, body, rule in (
                 (self.controller._set_fence,
-                 {fence.SET_ACTION: {'host': 'x'}}, policies.SET),
+                 {wire.SET_ACTION: {'host': 'x'}}, policies.SET),
                 (self.controller._clear_fence,
-                 {fence.CLEAR_ACTION: {}}, policies.CLEAR)):
+                 {wire.CLEAR_ACTION: {}}, policies.CLEAR)):
             exc = self.assertRaises(webob.exc.HTTPForbidden, action,
                                     self.request(admin=False),
                                     self.volume.id, body)
@@ -120,24 +121,24 @@ class FenceExtensionTestCase(test.TestCase):
         for epoch in ('att-1', 'att-2'):
             self.controller._set_fence(
                 self.request(), self.volume.id,
-                {fence.SET_ACTION: {'host': 'compute-1', 'epoch': epoch}})
+                {wire.SET_ACTION: {'host': 'compute-1', 'epoch': epoch}})
             self.controller._clear_fence(
                 self.request(), self.volume.id,
-                {fence.CLEAR_ACTION: {'lost': True}})
+                {wire.CLEAR_ACTION: {'lost': True}})
         volume = objects.Volume.get_by_id(self.admin, self.volume.id)
         self.assertEqual(('compute-1/att-1', 'compute-1/att-2'),
                          guards.read_marker(volume).lost)
         # a clean detach's clear records nothing
         self.controller._set_fence(
             self.request(), self.volume.id,
-            {fence.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-3'}})
+            {wire.SET_ACTION: {'host': 'compute-2', 'epoch': 'att-3'}})
         self.controller._clear_fence(self.request(), self.volume.id,
-                                     {fence.CLEAR_ACTION: {}})
+                                     {wire.CLEAR_ACTION: {}})
         volume = objects.Volume.get_by_id(self.admin, self.volume.id)
         self.assertEqual(2, len(guards.read_marker(volume).lost))
         self.assertRaises(webob.exc.HTTPBadRequest,
                           self.controller._clear_fence, self.request(),
-                          self.volume.id, {fence.CLEAR_ACTION: {
+                          self.volume.id, {wire.CLEAR_ACTION: {
                               'lost': 'yes'}})
 
     def test_service_role_may_set_and_clear(self):
@@ -153,12 +154,12 @@ class FenceExtensionTestCase(test.TestCase):
             policies.SHOW: '!'}), overwrite=False)
         self.assertRaises(webob.exc.HTTPForbidden,
                           self.controller._set_fence, self.request(),
-                          self.volume.id, {fence.SET_ACTION: {'host': 'x'}})
+                          self.volume.id, {wire.SET_ACTION: {'host': 'x'}})
         self.set_and_clear(self.request_as(['cas-operator', 'member']))
         db.volume_admin_metadata_update(
             self.admin, self.volume.id, {guards.FENCE_KEY: 'compute-9'},
             False)
-        self.assertIsNone(self.show(self.request())[fence.ATTRIBUTE])
+        self.assertIsNone(self.show(self.request())[wire.ATTRIBUTE])
 
     def test_rules_registered_with_documented_defaults(self):
         fence.register_policies()
@@ -171,12 +172,12 @@ class FenceExtensionTestCase(test.TestCase):
         for host in (None, '', 'a b', 'x;reboot', 42):
             self.assertRaises(webob.exc.HTTPBadRequest,
                               self.controller._set_fence, self.request(),
-                              self.volume.id, {fence.SET_ACTION: {
+                              self.volume.id, {wire.SET_ACTION: {
                                   'host': host}})
         for epoch in (None, 'a b', '../x', 'x' * 65, 7):
             self.assertRaises(webob.exc.HTTPBadRequest,
                               self.controller._set_fence, self.request(),
-                              self.volume.id, {fence.SET_ACTION: {
+                              self.volume.id, {wire.SET_ACTION: {
                                   'host': 'compute-1', 'epoch': epoch}})
 
     def show(self, req):
@@ -184,7 +185,7 @@ class FenceExtensionTestCase(test.TestCase):
                                                      self.volume.id))
         body = {'volume': {'id': self.volume.id}}
         self.controller.show(req, wsgi.ResponseObject(body), self.volume.id)
-        return {fence.ATTRIBUTE: body['volume'].get(fence.ATTRIBUTE)}
+        return {wire.ATTRIBUTE: body['volume'].get(wire.ATTRIBUTE)}
 
     def test_show_attribute_for_admins_and_services_only(self):
         db.volume_admin_metadata_update(
@@ -194,5 +195,5 @@ class FenceExtensionTestCase(test.TestCase):
                 (self.request(True), 'compute-9'),
                 (self.request_as(['service', 'member']), 'compute-9'),
                 (self.request(False), None)):
-            self.assertEqual(expected, self.show(req)[fence.ATTRIBUTE],
+            self.assertEqual(expected, self.show(req)[wire.ATTRIBUTE],
                              req.environ["cinder.context"].roles)

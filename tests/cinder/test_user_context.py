@@ -44,6 +44,7 @@ from cinder_ext.api import fence
 from cinder_ext.api import sync_guards
 from cinder_ext import guards
 from cinder_ext import rbd
+from os_brick_cas import fence_wire as wire
 from tests.cinder import compat as cinder_test_compat
 
 WB = {'cacheable': '<is> True', 'cas:cache_mode': 'wb'}
@@ -180,9 +181,9 @@ class UserContextTestCase(test.TestCase):
         controller = fence.FenceController()
         path = 'volumes/%s/action' % volume.id
         for action, body in (
-                (controller._set_fence, {fence.SET_ACTION: {
+                (controller._set_fence, {wire.SET_ACTION: {
                     'host': 'cmp9', 'expect': None}}),
-                (controller._clear_fence, {fence.CLEAR_ACTION: {}})):
+                (controller._clear_fence, {wire.CLEAR_ACTION: {}})):
             self.assertRaises(webob.exc.HTTPForbidden, action,
                               self.user_request(path), volume.id, body)
         self.assertEqual('cmp1', db.volume_admin_metadata_get(
@@ -190,9 +191,9 @@ class UserContextTestCase(test.TestCase):
         for method, req in (('show', self.user_request(path)),
                             ('detail', self.user_request('volumes/detail'))):
             body = self.show(controller, method, req, volume.id)
-            for attribute in (fence.ATTRIBUTE, fence.EPOCH_ATTRIBUTE,
-                              fence.DRAINED_ATTRIBUTE,
-                              fence.LOST_ATTRIBUTE):
+            for attribute in (wire.ATTRIBUTE, wire.EPOCH_ATTRIBUTE,
+                              wire.DRAINED_ATTRIBUTE,
+                              wire.LOST_ATTRIBUTE):
                 self.assertNotIn(attribute, body)
         # nor through cinder's own view of the volume
         self.assertNotIn(guards.FENCE_KEY, str(db.volume_get(
@@ -218,5 +219,5 @@ class UserContextTestCase(test.TestCase):
                                 roles=('service', 'member'))
         body = self.show(fence.FenceController(), 'show', req, volume.id)
         self.assertEqual(('cmp1', self.attachment_id, self.attachment_id),
-                         (body[fence.ATTRIBUTE], body[fence.EPOCH_ATTRIBUTE],
-                          body[fence.DRAINED_ATTRIBUTE]))
+                         (body[wire.ATTRIBUTE], body[wire.EPOCH_ATTRIBUTE],
+                          body[wire.DRAINED_ATTRIBUTE]))

@@ -28,6 +28,7 @@ import requests
 import requests_mock
 
 from os_brick_cas import fence
+from os_brick_cas import fence_wire as wire
 
 CINDER = 'http://cinder.fake/v3'
 UNAVAILABLE = {'serviceUnavailable': {'message': 'Cinder is down',
@@ -79,11 +80,11 @@ class FakeCinder(object):
         marker = self.markers.get(volume_id) or {}
         return {'volume': {
             'id': volume_id,
-            fence.ATTRIBUTE: marker.get('host'),
-            fence.EPOCH_ATTRIBUTE: marker.get('epoch'),
-            fence.LOST_ATTRIBUTE: ','.join(self.lost.get(volume_id, [])),
-            fence.DRAINED_ATTRIBUTE: (marker.get('epoch')
-                                      if marker.get('drained') else None)}}
+            wire.ATTRIBUTE: marker.get('host'),
+            wire.EPOCH_ATTRIBUTE: marker.get('epoch'),
+            wire.LOST_ATTRIBUTE: ','.join(self.lost.get(volume_id, [])),
+            wire.DRAINED_ATTRIBUTE: (marker.get('epoch')
+                                     if marker.get('drained') else None)}}
 
     def _expected(self, volume_id: str, params: dict) -> bool:
         if 'expect' not in params:
@@ -108,11 +109,11 @@ class FakeCinder(object):
             return json.dumps({'conflict': {
                 'message': 'the fence marker changed', 'current': current}})
         context.status_code = 202
-        if action == fence.SET_ACTION:
+        if action == wire.SET_ACTION:
             marker = {'host': params['host'], 'epoch': params.get('epoch'),
                       'drained': bool(params.get('drained'))}
             self.markers[volume_id] = marker
-        elif action == fence.CLEAR_ACTION:
+        elif action == wire.CLEAR_ACTION:
             marker = self.markers.pop(volume_id, None)
             if params.get('lost') and marker:
                 self.lost.setdefault(volume_id, []).append(

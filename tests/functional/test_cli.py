@@ -17,6 +17,7 @@ the real casadm layer; the simulator's stand-ins answer below.
 """
 
 import contextlib
+import http.server
 import io
 import json
 import os
@@ -25,6 +26,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from unittest import mock
 import uuid
 
@@ -34,7 +36,7 @@ from keystoneauth1 import token_endpoint
 from requests_mock.contrib import fixture as rm_fixture
 import yaml
 
-from cinder_ext import admin
+from os_brick_cas.cmd import cinder_session
 from os_brick_cas.cmd import config
 from os_brick_cas.cmd import doctor as doctor_cmd
 from os_brick_cas.cmd import main as cli
@@ -299,6 +301,16 @@ class DoctorTestCase(CliTestCase):
              'stopped-caches', 'persistence', 'cores', 'drain',
              'fallback-policy', 'owners', 'host-layout', 'drift'],
             list(dict.fromkeys(f['check'] for f in doc['findings'])))
+
+    def test_simulated_host_is_told_by_casadm_itself(self):
+        # the stand-in's casadm -V names it; doctor reads no file on PATH
+        self.useFixture(fixtures.MockPatchObject(config, 'ROOT', '/'))
+        code, out, _ = self.cli('doctor', '--format', 'json')
+        [found] = [f for f in json.loads(out)['findings']
+                   if f['check'] == 'kernel-modules']
+        self.assertEqual('SKIP', found['level'], found)
+        self.assertIn('casadm -V says it is the os-brick-cas host simulator',
+                      found['message'])
 
     def test_new_host_checks_fail_with_what_to_do(self):
         # main had no rootwrap, kernel-module or state_path check
@@ -720,7 +732,7 @@ class HostIdentityTestCase(CliTestCase):
         http.get(CINDER + '/volumes/' + VOL_WB, json=lambda request, ctx: {
             'volume': dict(id=VOL_WB, **self.owner)})
         self.useFixture(fixtures.MockPatchObject(
-            admin, 'session_factory', lambda: ks_session.Session(
+            cinder_session, 'session_factory', lambda: ks_session.Session(
                 auth=token_endpoint.Token(CINDER, 'admin'))))
         self.nova_conf = os.path.join(self.tmp, 'nova.conf')
         with open(self.nova_conf, 'w') as conf_file:
@@ -783,6 +795,86 @@ class HostIdentityTestCase(CliTestCase):
         text = ' '.join(out.split())
         self.assertNotIn(config.socket.gethostname(), text)
         self.assertIn(config.HOST_PLACEHOLDER, text)
+
+
+#: doctor's checks in a fresh interpreter that never imports the Cinder
+#: verbs; prints the owners findings and the verb modules it loaded
+DOCTOR_ALONE = """
+import json, sys
+from oslo_config import cfg
+from os_brick_cas import casadm
+from os_brick_cas.cmd import commands, doctor
+cfg.CONF(['--config-file', sys.argv[1]], project='nova',
+         default_config_files=[])
+commands.run_privileged_in_process_as_root()
+findings = doctor.check_host(casadm.Casadm(), host=sys.argv[2])
+print(json.dumps({
+    'owners': [(f.level, f.volume_id, f.message) for f in findings
+               if f.check == 'owners'],
+    'verbs_loaded': sorted(name for name in sys.modules
+                           if name.endswith(('cinder_admin', '.admin')))}))
+"""
+
+
+class CinderMarker(http.server.BaseHTTPRequestHandler):
+    """Cinder's volume show with the fence marker (an admin's view)."""
+
+    markers: dict = {}
+
+    def do_GET(self):
+        volume_id = self.path.rsplit('/', 1)[-1]
+        body = json.dumps({'volume': dict(
+            id=volume_id, **self.markers.get(volume_id, {}))}).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class OwnerSourceTestCase(CliTestCase):
+    """doctor finds Cinder without the verbs loaded first (issue 38, 2)."""
+
+    def cinder_at(self, markers: dict) -> str:
+        """clouds.yaml naming a Cinder that answers with *markers*."""
+        handler = type('Handler', (CinderMarker,), {'markers': markers})
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        clouds = os.path.join(self.tmp, 'clouds.yaml')
+        with open(clouds, 'w') as clouds_file:
+            yaml.safe_dump({'clouds': {'fake': {
+                'auth_type': 'admin_token', 'auth': {
+                    'endpoint': 'http://127.0.0.1:%d/v3'
+                                % server.server_port,
+                    'token': 'admin'}}}}, clouds_file)
+        return clouds
+
+    def test_doctor_sees_cinders_marker_without_the_verbs(self):
+        # main: doctor.OWNER_SOURCE was set only by importing
+        # cinder_ext.admin, so this process skipped the owners check
+        self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 7)
+        clouds = self.cinder_at({VOL_WB: {
+            'os-brick-cas:fence': 'compute-a',
+            'os-brick-cas:fence-epoch': None}})
+        done = subprocess.run(
+            [sys.executable, '-c', DOCTOR_ALONE, write_cli_conf(self),
+             'compute-a'], capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, PYTHONPATH=REPO, OS_CLOUD='fake',
+                     OS_CLIENT_CONFIG_FILE=clouds, HOME=self.tmp))
+        self.assertEqual(0, done.returncode, done.stderr)
+        result = json.loads(done.stdout)
+        self.assertEqual([], result['verbs_loaded'])
+        [(level, volume_id, message)] = result['owners']
+        self.assertEqual(('OK', VOL_WB), (level, volume_id), message)
+        self.assertIn('Cinder names compute-a', message)
+        self.assertIn('owner: this host', message)
 
 
 class UnreachableCinderTestCase(CliTestCase):

@@ -244,7 +244,7 @@ class DrainCliTestCase(DrainBase):
         """Give the CLI Cinder credentials (a fake Cinder behind them)."""
         cinder = fake_cinder.FakeCinder()
         self.useFixture(fixtures.MonkeyPatch(
-            'cinder_ext.admin.session_factory', cinder.session))
+            'os_brick_cas.cmd.cinder_session.session_factory', cinder.session))
         return cinder
 
     def attach_volume(self, volume_id: str, mode: str, dirty: int = 0):

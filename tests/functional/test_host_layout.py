@@ -279,7 +279,7 @@ class HostLayoutTestCase(base.FunctionalTestCase):
         [core] = self.cores()
         self.assertEqual(core.exported, info['path'])
         self.assertEqual(('full', '1024'), self.seq_cutoff(core))
-        self.assertIn('Could not give core %d of instance 2 the host '
+        self.assertIn('Could not give core %d of cache instance 2 the host '
                       "layout's sequential cut-off (threshold 64, "
                       'policy always)' % core.core_id, logs.output)
         self.assertIn('run "os-brick-cas host apply" to set it', logs.output)

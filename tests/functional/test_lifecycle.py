@@ -57,7 +57,7 @@ class LifecycleRegressionBase(base.FunctionalTestCase):
     def credentials(self, present: bool) -> None:
         """The CLI has Cinder credentials (the fake Cinder), or none."""
         self.useFixture(fixtures.MonkeyPatch(
-            'cinder_ext.admin.session_factory',
+            'os_brick_cas.cmd.cinder_session.session_factory',
             self.cinder.session if present else None))
 
     def attach(self, volume_id: str, dirty: int = 0) -> casadm.Core:
@@ -248,8 +248,8 @@ class DriftTestCase(LifecycleRegressionBase):
         code, out, err = self.cli('doctor')
         self.assertEqual(2, code, out)
         self.assertIn('FAIL %s: Cinder records it drained, but the IO-class '
-                      'table of instance %d does not drain core %d'
-                      % (VOL_A, core.cache_id, core.core_id), out)
+                      'table does not drain core %d of cache instance %d'
+                      % (VOL_A, core.core_id, core.cache_id), out)
         self.assertIn('os-brick-cas drain --volume %s' % VOL_A, out)
         # the way out it names works
         self.assertEqual(0, self.cli('drain', '--volume', VOL_A)[0])

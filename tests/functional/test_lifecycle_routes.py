@@ -114,6 +114,20 @@ class RoutesTestCase(test_lifecycle.LifecycleRegressionBase):
         self.assertIn('flushed to Ceph and removed', done.message)
         self.assertEqual([], self.cores())
 
+    def test_discard_names_the_core_and_its_instance(self):
+        # main: 'core 2 of cache instance 1' for core 1 of instance 2
+        core = self.attach(VOL_A, dirty=10)
+        self.assertNotEqual(core.core_id, core.cache_id)
+        wanted = 'core %d of cache instance %d' % (core.core_id,
+                                                   core.cache_id)
+        kept = discard.discard(VOL_A, ['att-lost'], True, self.casadm)
+        self.assertIn('refused: %s (Active, 10 dirty blocks)' % wanted,
+                      kept.message)
+        unconfirmed = discard.discard(VOL_A, ['att-' + VOL_A[-4:]], False,
+                                      self.casadm)
+        self.assertIn('would DROP %s' % wanted, unconfirmed.message)
+        self.assertEqual(core.core_id, self.core_of(VOL_A).core_id)
+
     def test_reclaim_only_of_a_verified_drain(self):
         core = self.attach(VOL_A, dirty=10)
         machine = lifecycle.Lifecycle(self.casadm)

@@ -31,7 +31,7 @@ from os_brick_cas.cmd import config
 from os_brick_cas import exception
 from os_brick_cas import opts
 from os_brick_cas import releases
-from os_brick_cas.simulator import state as sim_state
+from os_brick_cas import stand_in
 
 #: kernel modules a caching host needs (``/sys/module/NAME`` when loaded)
 KERNEL_MODULES = {'rbd': 'krbd maps the volumes',
@@ -100,9 +100,9 @@ def kernel_supported(host: Host) -> Iterator[Finding]:
 @register('kernel-modules')
 def kernel_modules(host: Host) -> Iterator[Finding]:
     """rbd and cas_cache are loaded (``/sys/module``)."""
-    if config.ROOT == '/' and simulated():
-        raise NotChecked('simulated host (casadm on PATH is the stand-in of '
-                         'os_brick_cas.simulator): no kernel module is '
+    if config.ROOT == '/' and simulated(host):
+        raise NotChecked('simulated host (casadm -V says it is the '
+                         'os-brick-cas host simulator): no kernel module is '
                          'involved')
     for name, role in KERNEL_MODULES.items():
         if os.path.isdir(rooted('/sys/module/%s' % name)):
@@ -114,13 +114,12 @@ def kernel_modules(host: Host) -> Iterator[Finding]:
                                 % (name, role, name))
 
 
-def simulated() -> bool:
-    """Is the casadm on PATH the simulator's wrapper (tests, demos)?"""
-    path = shutil.which('casadm')
-    if path is None:
+def simulated(host: Host) -> bool:
+    """Does casadm say it is the os-brick-cas host simulator (casadm -V)?"""
+    try:
+        return stand_in.is_simulator(host.casadm.version())
+    except exception.CasError:
         return False
-    with open(path, 'rb') as executable:
-        return (sim_state.ENV + '=').encode() in executable.read(4096)
 
 
 def _rootwrap_dirs() -> list[str]:

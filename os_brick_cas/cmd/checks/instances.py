@@ -25,6 +25,7 @@ from os_brick_cas.cmd.checks import WARN
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import known_defects
+from os_brick_cas import labels
 from os_brick_cas import opencas_conf
 from os_brick_cas import opts
 from os_brick_cas import releases
@@ -124,13 +125,13 @@ def stopped_caches(host: Host) -> Iterator[Finding]:
             else '(casadm cannot tell which instances run)'))
     for cache_id, core_id, device in rows:
         _, volume_id = report.rbd_image_of(device)
-        yield Finding(FAIL, 'volume %s: %s lists it as core %d of cache '
-                            'instance %d, which is not running, so that '
-                            'cache may hold its newest data; attach and '
-                            'detach of the volume are refused. Start the '
-                            'cache (casctl start) so the core is reloaded.'
-                            % (volume_id or device, conf_path, core_id,
-                               cache_id),
+        yield Finding(FAIL, 'volume %s: %s lists it as %s, which is not '
+                            'running, so that cache may hold its newest '
+                            'data; attach and detach of the volume are '
+                            'refused. Start the cache (casctl start) so the '
+                            'core is reloaded.'
+                            % (volume_id or device, conf_path,
+                               labels.core(cache_id, core_id)),
                       volume_id=volume_id, cache_id=cache_id,
                       core_id=core_id)
 
@@ -169,10 +170,10 @@ def persistence(host: Host) -> Iterator[Finding]:
     running = {cache.cache_id for cache in caches}
     for (cache_id, core_id), device in sorted(listed.cores.items()):
         if cache_id in running and (cache_id, core_id) not in present:
-            yield Finding(WARN, '%s lists core %d of instance %d (%s), '
-                                'which the instance does not have: a stale '
-                                'row; remove it.' % (conf_path, core_id,
-                                                     cache_id, device),
+            yield Finding(WARN, '%s lists %s (%s), which the instance does '
+                                'not have: a stale row; remove it.' % (
+                                    conf_path, labels.core(cache_id,
+                                                           core_id), device),
                           cache_id=cache_id, core_id=core_id)
 
 
@@ -188,7 +189,7 @@ def cores(host: Host) -> Iterator[Finding]:
             if not core.active:
                 # statistics (one casadm call) only where they are reported
                 core_report = report.core_report(host.casadm, core)
-                yield Finding(WARN, 'core %d of instance %d (volume %s) is '
+                yield Finding(WARN, '%s (volume %s) is '
                                     'inactive with %s dirty blocks of '
                                     'attachment %s: its RBD device is '
                                     'missing (host reboot?). Check with '
@@ -196,23 +197,20 @@ def cores(host: Host) -> Iterator[Finding]:
                                     'volume now; if this host does, start '
                                     'the server using it, or detach the '
                                     'volume: both map it again and flush.'
-                                    % (core.core_id, cache.cache_id,
+                                    % (core.label,
                                        volume_id or core.device,
                                        core_report.dirty_blocks,
                                        core_report.attachment or 'unknown'),
                               **ids)
             elif volume_id is None:
-                yield Finding(WARN, 'core %d of instance %d (%s) is not a '
-                                    'Cinder RBD volume; os-brick-cas leaves '
-                                    'it alone.' % (core.core_id,
-                                                   cache.cache_id,
-                                                   core.device), **ids)
+                yield Finding(WARN, '%s (%s) is not a Cinder RBD volume; '
+                                    'os-brick-cas leaves it alone.' % (
+                                        core.label, core.device), **ids)
             elif not os.path.exists(core.device):
-                yield Finding(WARN, 'core %d of instance %d: %s is gone '
-                                    'although the core is active; check '
-                                    '"rbd showmapped" and the udev rule.' % (
-                                        core.core_id, cache.cache_id,
-                                        core.device), **ids)
+                yield Finding(WARN, '%s: %s is gone although the core is '
+                                    'active; check "rbd showmapped" and the '
+                                    'udev rule.' % (core.label, core.device),
+                              **ids)
             if cache.cache_id not in ours and volume_id:
                 yield Finding(WARN, 'volume %s is cached by instance %d, '
                                     'which [os_brick_cas] cache_instances '

@@ -21,6 +21,7 @@ from os_brick_cas.cmd.checks import NotChecked
 from os_brick_cas.cmd.checks import OK
 from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
+from os_brick_cas.cmd import cinder_session
 from os_brick_cas import fence
 from os_brick_cas import report
 
@@ -31,10 +32,13 @@ UNREACHABLE = ('cannot ask Cinder who owns the cached volumes (%s). Check '
 
 
 def owner_client() -> tuple[Any, Optional[str]]:
-    """(FenceClient or None without credentials, why Cinder is unusable)."""
-    from os_brick_cas.cmd import doctor
+    """(FenceClient or None without credentials, why Cinder is unusable).
+
+    Asked of :func:`cinder_session.owner_source` on every call, whichever
+    verbs the CLI loaded before.
+    """
     try:
-        return (doctor.OWNER_SOURCE() if doctor.OWNER_SOURCE else None), None
+        return cinder_session.owner_source(), None
     except (SystemExit, Exception) as exc:
         return None, describe(exc)
 
@@ -84,12 +88,12 @@ def owners(host: Host) -> Iterator[Finding]:
             level = (OK if judged.verdict in ('owner: this host', 'clean')
                      else FAIL if judged.verdict.startswith('NO OWNER')
                      else WARN)
-            yield Finding(level, 'volume %s: core %d of instance %d, %s '
-                                 'dirty blocks of attachment %s; Cinder '
-                                 'names %s as owner: %s (see "os-brick-cas '
-                                 'owners" and the ownership runbooks)' % (
-                                     core.volume_id, core.core_id,
-                                     core.cache_id, core.dirty_blocks,
+            yield Finding(level, 'volume %s: %s, %s dirty blocks of '
+                                 'attachment %s; Cinder names %s as owner: '
+                                 '%s (see "os-brick-cas owners" and the '
+                                 'ownership runbooks)' % (
+                                     core.volume_id, core.label,
+                                     core.dirty_blocks,
                                      core.attachment or 'unknown',
                                      judged.owner_label
                                      if judged.owner else 'nobody',

@@ -19,6 +19,7 @@ import time
 
 from os_brick_cas.simulator import casadm as sim_casadm
 from os_brick_cas.simulator import fixture
+from os_brick_cas import stand_in
 from tests.functional import base as functional_base
 from tests.functional.simulator import real_samples
 from tests.unit.os_brick_cas import base as unit_base
@@ -90,9 +91,11 @@ class StandInTestCase(functional_base.FunctionalTestCase):
         self.assertEqual(real[0], [t for t in cache if not t.startswith(
             ('Prefetch', 'Cleaner', 'User requests'))])
 
-    def test_version_is_the_real_one(self):
+    def test_version_is_the_real_one_and_names_the_stand_in(self):
+        # the real rows, then one row real casadm never prints
         self.assertEqual(real_samples.real_sample(
-            '022-casadm-version-csv.txt')[2],
+            '022-casadm-version-csv.txt')[2] + '%s,%s\n' % (
+                stand_in.SIMULATOR_ROW, sim_casadm.VERSION),
             run('casadm', '-V', '-o', 'csv').stdout)
 
     def test_messages_per_release(self):
@@ -151,8 +154,9 @@ class StandInTestCase(functional_base.FunctionalTestCase):
                          (result.returncode, result.stdout, result.stderr))
         result = run('casadm', '-V', '-o', 'csv')
         self.assertEqual((0, 'Name,Version\nCAS Cache Kernel Module,Not '
-                             'Loaded\nCAS CLI Utility,%s\n'
-                             % sim_casadm.VERSION, ''),
+                             'Loaded\nCAS CLI Utility,%s\nos-brick-cas host '
+                             'simulator,%s\n'
+                             % (sim_casadm.VERSION, sim_casadm.VERSION), ''),
                          (result.returncode, result.stdout, result.stderr))
 
     def test_messages_streams_and_exit_codes(self):

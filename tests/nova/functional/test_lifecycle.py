@@ -30,10 +30,10 @@ from lxml import etree
 from nova.tests.functional.api import client
 from oslotest import output
 
-from cinder_ext import admin
 from nova import context as nova_context
 from nova import objects
 from nova.virt.libvirt import driver as libvirt_driver
+from os_brick_cas.cmd import cinder_session
 from os_brick_cas.cmd import main as cli
 from tests.nova.functional import base
 
@@ -52,8 +52,8 @@ class LifecycleTestBase(base.CachedVolumeTestBase):
 
     def cli(self, *argv: str) -> tuple[int, str]:
         """Run ``os-brick-cas ARGV`` against the fake Cinder; (code, text)."""
-        admin.session_factory = self.cinder.session
-        self.addCleanup(setattr, admin, 'session_factory', None)
+        cinder_session.session_factory = self.cinder.session
+        self.addCleanup(setattr, cinder_session, 'session_factory', None)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.main(list(argv))

@@ -25,6 +25,7 @@ import testtools
 
 from os_brick_cas import exception
 from os_brick_cas import fence
+from os_brick_cas import fence_wire as wire
 
 ENDPOINT = 'http://cinder.test/v3/project'
 VOLUME = '6d54cb90-a5d1-40d8-9cb2-c6adf43a02af'
@@ -51,26 +52,26 @@ class FenceClientCasTestCase(testtools.TestCase):
 
     def show(self, host=None, epoch=None, drained=None):
         return {'json': {'volume': {
-            'id': VOLUME, fence.ATTRIBUTE: host,
-            fence.EPOCH_ATTRIBUTE: epoch, fence.LOST_ATTRIBUTE: '',
-            fence.DRAINED_ATTRIBUTE: drained}}}
+            'id': VOLUME, wire.ATTRIBUTE: host,
+            wire.EPOCH_ATTRIBUTE: epoch, wire.LOST_ATTRIBUTE: '',
+            wire.DRAINED_ATTRIBUTE: drained}}}
 
     def test_expect_goes_on_the_wire_only_when_given(self):
         self.http.post(ACTION, status_code=202)
         self.client.set(VOLUME, 'cmp1', ATT1)
-        self.assertEqual({fence.SET_ACTION: {'host': 'cmp1',
-                                             'epoch': ATT1}}, self.sent())
+        self.assertEqual({wire.SET_ACTION: {'host': 'cmp1',
+                                            'epoch': ATT1}}, self.sent())
         self.client.set(VOLUME, 'cmp1', ATT1, drained=True, expect=None)
-        self.assertEqual({fence.SET_ACTION: {
+        self.assertEqual({wire.SET_ACTION: {
             'host': 'cmp1', 'epoch': ATT1, 'drained': True,
             'expect': None}}, self.sent())
         self.client.clear(VOLUME, lost=True,
                           expect=fence.Owner('cmp1', ATT1, True))
-        self.assertEqual({fence.CLEAR_ACTION: {
+        self.assertEqual({wire.CLEAR_ACTION: {
             'lost': True, 'expect': {'host': 'cmp1', 'epoch': ATT1,
                                      'drained': True}}}, self.sent())
         self.client.clear(VOLUME)
-        self.assertEqual({fence.CLEAR_ACTION: {}}, self.sent())
+        self.assertEqual({wire.CLEAR_ACTION: {}}, self.sent())
 
     def test_409_is_a_fence_conflict_with_the_current_record(self):
         self.http.post(ACTION, **conflict(
@@ -109,7 +110,7 @@ class FenceClientCasTestCase(testtools.TestCase):
         other = self.client.take(VOLUME, 'cmp1', 'att-new')
         self.assertEqual(fence.Owner('cmp2', ATT1), other)
         posts = [r for r in self.http.request_history if r.method == 'POST']
-        self.assertEqual([None], [r.json()[fence.SET_ACTION]['expect']
+        self.assertEqual([None], [r.json()[wire.SET_ACTION]['expect']
                                   for r in posts])
 
     def test_take_of_its_own_marker_expects_it(self):
@@ -118,7 +119,7 @@ class FenceClientCasTestCase(testtools.TestCase):
         self.http.post(ACTION, status_code=202)
         self.assertIsNone(self.client.take(VOLUME, 'cmp1', ATT1))
         # undrains its own drained marker: expects exactly that record
-        self.assertEqual({fence.SET_ACTION: {
+        self.assertEqual({wire.SET_ACTION: {
             'host': 'cmp1', 'epoch': ATT1, 'expect': {
                 'host': 'cmp1', 'epoch': ATT1, 'drained': True}}},
             self.sent())

@@ -62,3 +62,46 @@ class LayeringTestCase(testtools.TestCase):
             if bad:
                 offenders[os.path.relpath(path, ROOT)] = bad
         self.assertEqual({}, offenders)
+
+
+CINDER_EXT = os.path.join(os.path.dirname(ROOT), 'cinder_ext')
+#: what only the operator CLI needs: never loaded by cinder's services
+CLI_ONLY = ('os_brick_cas.cmd', 'keystoneauth1', 'cinderclient', 'openstack')
+#: modules both cinder-api and compute hosts load: no service imports
+SHARED_LEAVES = ('fence_wire.py', 'labels.py', 'stand_in.py')
+SERVICES = ('cinder', 'nova', 'cinderclient', 'os_brick_cas', 'oslo')
+
+
+def package_modules(root: str):
+    for directory, dirs, files in os.walk(root):
+        for name in files:
+            if name.endswith('.py'):
+                yield os.path.join(directory, name)
+
+
+class CinderExtLayeringTestCase(testtools.TestCase):
+    """cinder_ext holds only what cinder's services load (issue 38)."""
+
+    def test_cinder_ext_never_imports_the_cli_or_its_clients(self):
+        # main: cinder_ext/admin.py, the operator verbs, imported the CLI
+        offenders = {}
+        for path in package_modules(CINDER_EXT):
+            bad = sorted(name for name in imported(path)
+                         if name.split('.')[0] in CLI_ONLY or
+                         name.startswith(CLI_ONLY))
+            if bad:
+                offenders[os.path.relpath(path, CINDER_EXT)] = bad
+        self.assertEqual({}, offenders)
+
+    def test_extra_specs_the_cli_validates_with_imports_no_cinder(self):
+        path = os.path.join(CINDER_EXT, 'extra_specs.py')
+        self.assertEqual([], sorted(
+            name for name in imported(path)
+            if name.split('.')[0] in ('cinder', 'nova')))
+
+    def test_shared_leaves_import_nothing_of_a_service_or_the_suite(self):
+        for name in SHARED_LEAVES:
+            path = os.path.join(ROOT, name)
+            self.assertEqual([], sorted(
+                module for module in imported(path)
+                if module.split('.')[0] in SERVICES), name)

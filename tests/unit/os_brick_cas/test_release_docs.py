@@ -23,7 +23,7 @@ import re
 import testtools
 import yaml
 
-from os_brick_cas import fence
+from os_brick_cas import fence_wire as wire
 from os_brick_cas import rbd_names
 from os_brick_cas import version
 
@@ -131,8 +131,8 @@ class StaleTextTestCase(testtools.TestCase):
         text = flat('doc/source/contributor/conventions.rst')
         for key in ('os_brick_cas_fence', 'os_brick_cas_fence_epoch',
                     'os_brick_cas_fence_drained', 'os_brick_cas_fence_lost',
-                    fence.ATTRIBUTE, fence.EPOCH_ATTRIBUTE,
-                    fence.DRAINED_ATTRIBUTE, fence.LOST_ATTRIBUTE):
+                    wire.ATTRIBUTE, wire.EPOCH_ATTRIBUTE,
+                    wire.DRAINED_ATTRIBUTE, wire.LOST_ATTRIBUTE):
             self.assertIn('``%s``' % key, text)
 
     def test_a_sizing_section_for_buying_a_cache(self):

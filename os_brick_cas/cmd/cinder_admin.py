@@ -10,68 +10,33 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Operator commands on python-cinderclient: cache-mode types and fences.
+"""Operator verbs that ask Cinder: cache-mode types, fences, owners.
 
 Wired into ``os-brick-cas`` as ``type-create``, ``type-show``,
-``fence-show`` and ``fence-clear``. Credentials come from the usual
-``OS_*`` environment variables (keystoneauth1); fence commands need an
-admin.
+``fence-show``, ``fence-clear``, ``discard``, ``recover`` and ``owners``.
+Credentials come from the usual client configuration
+(:mod:`os_brick_cas.cmd.cinder_session`); fence commands need an admin.
+The extra specs are checked by :mod:`cinder_ext.extra_specs`, the one
+contract module of cinder_ext that imports nothing of cinder.
 """
 
 import argparse
-import os
 import sys
 from typing import Any, Callable, Optional
 
-from cinderclient import client as cinder_client
-from keystoneauth1 import exceptions as ks_exceptions
-from keystoneauth1 import session as ks_session
-
 from cinder_ext import extra_specs
+from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import args as args_mod
+from os_brick_cas.cmd.checks import owners as owner_checks
+from os_brick_cas.cmd import cinder_session
 from os_brick_cas.cmd import commands
-from os_brick_cas.cmd import doctor
 from os_brick_cas.cmd import output
+from os_brick_cas import discard as discard_mod
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import modes
-
-#: builds a keystoneauth1 session; tests replace it
-session_factory: Callable[[], Any] = None  # type: ignore[assignment]
-
-
-class MissingCredentials(SystemExit):
-    """No usable OpenStack credentials: a user error, not a traceback."""
-
-
-def _env_session() -> ks_session.Session:
-    """A keystoneauth session from the standard client configuration.
-
-    ``OS_CLOUD`` (or ``--os-cloud``-style env) names an entry of
-    clouds.yaml; otherwise the ``OS_*`` variables are used, as the
-    openstack client does (openstacksdk's config loader reads both).
-    """
-    from openstack import config as os_config
-    from openstack import exceptions as os_exceptions
-    try:
-        region = os_config.OpenStackConfig().get_one(
-            cloud=os.environ.get('OS_CLOUD'))
-        return region.get_session()
-    except (os_exceptions.ConfigException,
-            ks_exceptions.MissingRequiredOptions,
-            ks_exceptions.NoMatchingPlugin) as exc:
-        raise MissingCredentials(
-            'os-brick-cas: no usable OpenStack credentials (%s). Set '
-            'OS_CLOUD to an entry of clouds.yaml, or source an openrc with '
-            'OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME and '
-            'the domain variables; an admin (or service) role is needed.'
-            % exc)
-
-
-def cinder(session: Optional[Any] = None) -> Any:
-    """A cinderclient v3 client on *session* (default: from OS_* env)."""
-    factory = session_factory or _env_session
-    return cinder_client.Client('3', session=session or factory())
+from os_brick_cas import recover as recover_mod
+from os_brick_cas import report
 
 
 def type_specs(mode: str, backend: Optional[str]) -> dict[str, str]:
@@ -97,7 +62,7 @@ def type_create(args: argparse.Namespace) -> int:
     except extra_specs.ExtraSpecError as exc:
         print('refused: %s' % exc, file=sys.stderr)
         return 1
-    client = cinder()
+    client = cinder_session.cinder()
     volume_type = client.volume_types.create(
         args.name, description='Open CAS %s cache on the compute host'
         % args.mode, is_public=not args.private)
@@ -109,7 +74,7 @@ def type_create(args: argparse.Namespace) -> int:
 
 
 def type_show(args: argparse.Namespace) -> int:
-    volume_type = _find_type(cinder(), args.name)
+    volume_type = _find_type(cinder_session.cinder(), args.name)
     specs = volume_type.get_keys()
     problem, spec = None, None
     try:
@@ -136,7 +101,7 @@ def type_show(args: argparse.Namespace) -> int:
 
 
 def fence_show(args: argparse.Namespace) -> int:
-    client = fence.FenceClient(cinder())
+    client = fence.FenceClient(cinder_session.cinder())
     owner = client.owner(args.volume)
     lost = client.lost(args.volume)
     lines = ['volume %s: %s' % (args.volume, 'fenced by host %s%s' % (
@@ -161,7 +126,7 @@ def fence_show(args: argparse.Namespace) -> int:
 
 
 def fence_clear(args: argparse.Namespace) -> int:
-    client = fence.FenceClient(cinder())
+    client = fence.FenceClient(cinder_session.cinder())
     owner = client.owner(args.volume)
     if not owner:
         print('volume %s is not fenced; nothing to do' % args.volume)
@@ -196,11 +161,9 @@ def _cleared(client: fence.FenceClient, volume_id: str,
 
 def discard(args: argparse.Namespace) -> int:
     """Drop this host's stale cached data of a volume declared lost."""
-    # host side: casadm through privsep (run as root on the compute host)
-    from os_brick_cas import casadm as casadm_mod
-    from os_brick_cas import discard as discard_mod
-    lost = [owner.epoch for owner in
-            fence.FenceClient(cinder()).lost(args.volume) if owner.epoch]
+    client = fence.FenceClient(cinder_session.cinder())
+    lost = [owner.epoch for owner in client.lost(args.volume)
+            if owner.epoch]
     outcome = discard_mod.discard(args.volume, lost, args.yes,
                                   casadm_mod.Casadm())
     print(outcome.message)
@@ -209,9 +172,7 @@ def discard(args: argparse.Namespace) -> int:
 
 def recover(args: argparse.Namespace) -> int:
     """Flush an orphaned core whose attachment Cinder still names."""
-    from os_brick_cas import casadm as casadm_mod
-    from os_brick_cas import recover as recover_mod
-    client = fence.FenceClient(cinder())
+    client = fence.FenceClient(cinder_session.cinder())
     owner = client.owner(args.volume)
     if owner is None or owner.host != args.host:
         print('refused: the fence marker of volume %s names %s, not this '
@@ -235,10 +196,7 @@ OWNER_COLUMNS = ('volume_id', 'cache_id', 'core_id', 'state', 'dirty_blocks',
 def owners(args: argparse.Namespace,
            emit: Callable[..., None]) -> int:
     """Each core here: its volume, dirty blocks, attachment, Cinder owner."""
-    from os_brick_cas import casadm as casadm_mod
-    from os_brick_cas.cmd.checks import owners as owner_checks
-    from os_brick_cas import report
-    client = fence.FenceClient(cinder())
+    client = fence.FenceClient(cinder_session.cinder())
     rows = []
     for cache in report.host_report(casadm_mod.Casadm()):
         for core in cache.cores:
@@ -271,19 +229,8 @@ class Owners(commands.HostReport):
     report = staticmethod(owners)
 
 
-def owner_source() -> Optional[fence.FenceClient]:
-    """For doctor: a fence client, or None without Cinder credentials."""
-    if session_factory is None and not (os.environ.get('OS_CLOUD') or
-                                        os.environ.get('OS_AUTH_URL')):
-        return None
-    return fence.FenceClient(cinder())
-
-
-doctor.OWNER_SOURCE = owner_source
-
-
 def register_subcommands(subparsers: Any) -> None:
-    """Add type-create, type-show, fence-show, fence-clear."""
+    """Add the verbs of this module (owners is a cliff command)."""
     create = subparsers.add_parser(
         'type-create', help='create a cache-mode volume type')
     create.add_argument('name')

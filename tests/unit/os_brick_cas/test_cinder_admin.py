@@ -27,7 +27,8 @@ from keystoneauth1 import token_endpoint
 from requests_mock.contrib import fixture as rm_fixture
 import testtools
 
-from cinder_ext import admin
+from os_brick_cas.cmd import cinder_admin
+from os_brick_cas.cmd import cinder_session
 from os_brick_cas.cmd import main as cli
 
 ENDPOINT = 'http://cinder.test/v3/project'
@@ -40,7 +41,7 @@ class AdminCommandsTestCase(testtools.TestCase):
         super().setUp()
         self.http = self.useFixture(rm_fixture.Fixture())
         self.useFixture(fixtures.MockPatchObject(
-            admin, 'session_factory', lambda: ks_session.Session(
+            cinder_session, 'session_factory', lambda: ks_session.Session(
                 auth=token_endpoint.Token(ENDPOINT, 'admin-token'))))
         self.out = self.useFixture(fixtures.MockPatch(
             'sys.stdout', new_callable=io.StringIO)).mock
@@ -122,9 +123,9 @@ class AdminCommandsTestCase(testtools.TestCase):
         self.assertNotIn('cleared', self.out.getvalue())
 
     def test_refused_mode_is_not_sent(self):
-        with mock.patch.object(admin, 'type_specs',
-                               side_effect=admin.extra_specs.ExtraSpecError(
-                                   'nope')):
+        refused = cinder_admin.extra_specs.ExtraSpecError('nope')
+        with mock.patch.object(cinder_admin, 'type_specs',
+                               side_effect=refused):
             self.assertEqual(1, self.run_cli('type-create', 'x', '--mode',
                                              'wt'))
         self.assertEqual([], self.http.request_history)
@@ -152,13 +153,13 @@ class CredentialsTestCase(testtools.TestCase):
 
     def test_os_cloud_names_a_clouds_yaml_entry(self):
         self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD', 'ops'))
-        session = admin._env_session()
+        session = cinder_session._env_session()
         self.assertEqual('http://keystone.test/v3', session.auth.auth_url)
 
     def test_missing_credentials_say_what_to_set_without_traceback(self):
         os.unlink(self.clouds)
-        exc = self.assertRaises(SystemExit, admin._env_session)
+        exc = self.assertRaises(SystemExit, cinder_session._env_session)
         self.assertIn('Set OS_CLOUD to an entry of clouds.yaml', str(exc))
         self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD', 'nope'))
-        exc = self.assertRaises(SystemExit, admin._env_session)
+        exc = self.assertRaises(SystemExit, cinder_session._env_session)
         self.assertIn('nope', str(exc))
