@@ -25,7 +25,6 @@ through :mod:`nova_ext.volume_lifecycle` (which the nova driver uses for
 drains around live migrations and swaps).
 """
 
-import nova.conf
 from nova import exception as nova_exception
 from nova import utils as nova_utils
 from nova.virt.libvirt.volume import net
@@ -33,31 +32,16 @@ from nova.virt.libvirt.volume import volume as libvirt_volume
 from oslo_log import log as logging
 
 from nova_ext import compat
-from nova_ext import opts
 from nova_ext import volume_lifecycle
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import exception as cas_exception
 from os_brick_cas import volume as cas_volume
 
 LOG = logging.getLogger(__name__)
-CONF = nova.conf.CONF
-
-#: errors that mean "this host has no usable cache for the volume"
-NO_CACHE_ERRORS = (cas_exception.CasadmNotFound,
-                   cas_exception.CasModuleNotLoaded,
-                   cas_exception.NoCacheForMode,
-                   cas_exception.CacheNotFound,
-                   cas_exception.CacheNotRunning)
 
 
 class VolumeFenced(nova_exception.Invalid):
     msg_fmt = cas_exception.VolumeFencedElsewhere.message
-
-
-def _uncached_ok(exc: Exception) -> bool:
-    """Whether an attach may fall back to librbd after *exc*."""
-    return (isinstance(exc, NO_CACHE_ERRORS) and
-            CONF[opts.GROUP].no_cache_action != opts.NO_CACHE_FAIL)
 
 
 class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
@@ -98,7 +82,7 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
         try:
-            done = self.lifecycle.attach(connection_info, _uncached_ok)
+            done = self.lifecycle.attach(connection_info)
         except cas_exception.VolumeFencedElsewhere as exc:
             raise VolumeFenced(**exc.kwargs)
         if done.device_info is None:
@@ -114,25 +98,12 @@ class LibvirtCachedRBDVolumeDriver(libvirt_volume.LibvirtBaseVolumeDriver):
 
     def disconnect_volume(self, connection_info, instance, force=False):
         """Flush, detach, then clear this host's marker (see lifecycle)."""
-        volume = cas_volume.from_connection_properties(
-            connection_info['data'])
-        try:
-            done = self.lifecycle.detach(connection_info, force)
-        except cas_exception.CasError as exc:
-            if not self.lifecycle.tolerates_failed_detach(volume.volume_id):
-                raise
-            LOG.error('Volume %(vol)s was swapped out, but its cached data '
-                      'could not be written to Ceph: %(err)s. The core and '
-                      'its data stay on this host and its fence marker '
-                      'stays set; see "Orphaned dirty core" in the admin '
-                      'guide.', {'vol': volume.label, 'err': exc},
-                      instance=instance)
-            return
+        done = self.lifecycle.detach(connection_info, force)
         if done.kept:
             LOG.warning('Leaving the cached data of volume %(vol)s on this '
                         'host untouched: %(err)s',
-                        {'vol': volume.label, 'err': done.kept},
-                        instance=instance)
+                        {'vol': connection_info['data'].get('volume_id'),
+                         'err': done.kept}, instance=instance)
 
     def extend_volume(self, connection_info, instance, requested_size):
         return self.connector.extend_volume(connection_info['data'])

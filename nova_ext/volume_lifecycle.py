@@ -39,6 +39,19 @@ from os_brick_cas import volume as cas_volume
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
+#: errors that mean "this host has no usable cache for the volume"
+NO_CACHE_ERRORS = (cas_exception.CasadmNotFound,
+                   cas_exception.CasModuleNotLoaded,
+                   cas_exception.NoCacheForMode,
+                   cas_exception.CacheNotFound,
+                   cas_exception.CacheNotRunning)
+
+
+def uncached_ok(exc: Exception) -> bool:
+    """Whether an attach may fall back to librbd after *exc*."""
+    return (isinstance(exc, NO_CACHE_ERRORS) and
+            CONF[opts.GROUP].no_cache_action != opts.NO_CACHE_FAIL)
+
 
 def attachment_id(connection_info: dict) -> Optional[str]:
     """The Cinder attachment (our epoch): cinder puts it at the top."""
@@ -70,9 +83,12 @@ class CachedVolumeLifecycle(object):
     def machine(self) -> cas_lifecycle.Lifecycle:
         return cas_lifecycle.Lifecycle(self.connector.volume_cache.casadm)
 
-    def attach(self, connection_info: dict, uncached_ok
-               ) -> attachment.Attached:
-        """Fence the volume to this host, then cache it."""
+    def attach(self, connection_info: dict) -> attachment.Attached:
+        """Fence the volume to this host, then cache it.
+
+        Without a usable cache the volume attaches uncached (device_info
+        None) if ``no_cache_action`` allows it.
+        """
         data = connection_info['data']
         volume = cas_volume.from_connection_properties(data)
         return attachment.attach(
@@ -82,12 +98,30 @@ class CachedVolumeLifecycle(object):
 
     def detach(self, connection_info: dict, force: bool
                ) -> attachment.Detached:
-        """Flush, detach, then clear this host's marker."""
-        return attachment.detach(
-            self.machine, subject(connection_info), cinder_view(),
-            connection_info['data'],
-            lambda props: self.connector.disconnect_volume(
-                props, None, force=force))
+        """Flush, detach, then clear this host's marker.
+
+        A failure raises, leaving core, data and marker in place, unless
+        the volume is the old one of a swap past its pivot
+        (:meth:`keeping_data_on_failed_detach`): then it is logged and
+        the result says the data was kept.
+        """
+        volume = cas_volume.from_connection_properties(
+            connection_info['data'])
+        try:
+            return attachment.detach(
+                self.machine, subject(connection_info), cinder_view(),
+                connection_info['data'],
+                lambda props: self.connector.disconnect_volume(
+                    props, None, force=force))
+        except cas_exception.CasError as exc:
+            if volume.volume_id not in self._tolerated:
+                raise
+            LOG.error('Volume %(vol)s was swapped out, but its cached data '
+                      'could not be written to Ceph: %(err)s. The core and '
+                      'its data stay on this host and its fence marker '
+                      'stays set; see "Orphaned dirty core" in the admin '
+                      'guide.', {'vol': volume.label, 'err': exc})
+            return attachment.Detached(kept=str(exc))
 
     def flush(self, connection_info: dict) -> bool:
         """Flush an attached cached volume in place (bounded)."""
@@ -154,9 +188,6 @@ class CachedVolumeLifecycle(object):
                            ) -> dict[str, str]:
         """Resolve what stopped processes left; volume id -> why not."""
         return self.machine.resolve_all(cinder_view(), limit, lock_wait)
-
-    def tolerates_failed_detach(self, volume_id: str) -> bool:
-        return volume_id in self._tolerated
 
     @contextlib.contextmanager
     def keeping_data_on_failed_detach(self, volume_id: str
