@@ -36,7 +36,7 @@ fi
 mkdir -p "$cache" || fail "cannot create $cache"
 cache=$(realpath "$cache")
 
-for tool in gcc make patch xz; do
+for tool in gcc make patch xz flock; do
     command -v "$tool" >/dev/null || fail "$tool missing (tools/install-system-packages.sh)"
 done
 [ -e /usr/include/zlib.h ] || fail "zlib.h missing: install zlib1g-dev (tools/install-system-packages.sh)"
@@ -107,8 +107,12 @@ build() {
     note "built $dir in $((SECONDS - start)) s" >&2
     echo "$dir/ocf/tests/functional"
 }
+# one build at a time per cache (another checkout may be building)
+exec 9>"$cache/.lock"
+flock 9
 unpatched=$(build none)
 patched=$(build "$series_hash" "${series[@]}")
+flock -u 9
 
 # -- run tests/pyocf against each ------------------------------------------
 results=$(mktemp -d)
@@ -117,9 +121,9 @@ run() {
     local name=$1 tree=$2
     note "tests/pyocf on $release $name"
     # libocf.so is built with -coverage: its .gcda files go to the run's
-    # directory, never into the cached build
+    # directory, and no bytecode is written: the cached build stays as built
     (cd tests/pyocf &&
-     GCOV_PREFIX=$results/gcov-$name PYTHONPATH=$tree \
+     GCOV_PREFIX=$results/gcov-$name PYTHONPATH=$tree PYTHONDONTWRITEBYTECODE=1 \
          OS_BRICK_CAS_PYOCF_RESULTS=$results/$name.txt \
          timeout 600 nice -n 19 "$venv/bin/python" -m pytest -q \
              -p no:cacheprovider -p no:logging --rootdir . \
@@ -139,6 +143,7 @@ done
 verdict() {
     local cases
     cases=$(cd tests/pyocf && GCOV_PREFIX=$results/gcov PYTHONPATH=$patched \
+        PYTHONDONTWRITEBYTECODE=1 \
         "$venv/bin/python" -m pytest -q --collect-only -p no:cacheprovider \
         --rootdir . test_hit_invalid_race.py | grep -c '::')
     for name in unpatched patched; do
