@@ -13,9 +13,11 @@ to the core over the acknowledged write.
 
 Each case keeps a write in flight by holding its IO in a GatedVolume (no
 timing: the volume keeps OCF's forward token), submits a read of the same
-range while the write holds the line, checks that the read waits, then
-completes the write. Afterwards the read must have returned what the
-write acknowledged, and after a flush the core must hold it.
+line while the write holds it, checks that the read waits (a case whose
+reads did not wait fails: the race was not set up), then completes the
+write. The read must return every block acknowledged before it was issued
+(the block being written may read old or new), and after a flush the core
+must hold every acknowledged write.
 
 Run by tools/run-pyocf-tests.sh (PYTHONPATH is a built pyocf tree); each
 case appends a line of figures to $OS_BRICK_CAS_PYOCF_RESULTS if set.
