@@ -91,11 +91,12 @@ build() {
     work=$(mktemp -d "$cache/.build-$release-$name-XXXX")
     local start=$SECONDS
     note "building pyocf for $release ($name)" >&2
-    nice -n 19 tar -xJf "$tarball" -C "$work" --strip-components=1 \
-        --wildcards '*/ocf' || { rm -rf "$work"; fail "cannot unpack $tarball"; }
+    # the whole release tree (22 MB built): the series' paths start at
+    # its top, as the role applies them
+    nice -n 19 tar -xJf "$tarball" -C "$work" --strip-components=1 ||
+        { rm -rf "$work"; fail "cannot unpack $tarball"; }
     local p
     for p in "$@"; do
-        # the series' paths start at the release tree's top (ocf/...)
         (cd "$work" && patch -p1 --forward --batch --quiet -i "$patches_dir/$p") ||
             { rm -rf "$work"; fail "$p does not apply to $release"; }
     done
