@@ -89,6 +89,10 @@ class Rig:
             for line in range(lines) for block in range(self.blocks_per_line)}
 
     def close(self):
+        # a case that failed half-way may still hold a write: stopping
+        # the cache would wait for it
+        self.cache_device.release_any()
+        self.core_device.release_any()
         self.volume.close()
         self.cache.stop()
 
