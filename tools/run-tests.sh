@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it:
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
-# Suites: pep8 unit functional nova cinder upstream ceph kernel tempest
+# Suites: pep8 unit functional nova cinder upstream ceph pyocf kernel tempest
 #         devstack deploy docs releasenotes prometheus (on the newest
 #         OpenStack release, 2026.2), release-2025.1 release-2026.1 (unit,
 #         nova, cinder and upstream in .venv-<release> on that release's
@@ -21,7 +21,7 @@
 # creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-ALL=(pep8 unit functional nova cinder upstream ceph kernel tempest
+ALL=(pep8 unit functional nova cinder upstream ceph pyocf kernel tempest
      devstack deploy docs releasenotes prometheus release-2025.1
      release-2026.1)
 SUITES=("$@")
@@ -52,6 +52,7 @@ present() {
         pep8|unit|functional) return 0 ;;
         nova|cinder|ceph) [ -n "$(find "tests/$1" -name 'test_*.py' -print -quit)" ] ;;
         upstream) [ -x tools/run-upstream-suites.sh ] ;;
+        pyocf) [ -x tools/run-pyocf-tests.sh ] ;;
         kernel) [ -x tools/run-kernel-tests.sh ] ;;
         ansible) [ -x tools/run-ansible-tests.sh ] ;;
         tempest) [ -x tools/check-tempest-plugin.sh ] ;;
@@ -108,6 +109,9 @@ suite() {
               echo '--- drain time and 4k write latency, cached vs drained ---'
               cat .ceph-bench-drain.txt ;;
         upstream) tools/run-upstream-suites.sh ;;
+        # OCF's own userspace framework: the reader race reproduced on
+        # unpatched v26.03 and gone with the role's patch series
+        pyocf) timeout 900 tools/run-pyocf-tests.sh ;;
         # the guest provisioned by the os_brick_cas Ansible role, then all
         # of tests/kernel on it; installs what it needs, fails (never
         # skips) when the guest cannot run; the guest has its own bound
