@@ -143,13 +143,11 @@ if [ "$mode" = provision ]; then
     shares+=(--rodir "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV")
     # the Ansible interpreter's standard library in one zip: each module
     # of the plays is a new Python process, and its imports over 9p cost
-    # 20-50 s per task (tools/kernel/stdlib_zip.py). Kept in the venv's
-    # directory, which the guest sees already (vng exits 255 with no
-    # message when given one directory more)
+    # 20-50 s per task (tools/kernel/stdlib_zip.py)
     stdlib_zip=$("$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV/bin/python" \
-        tools/kernel/stdlib_zip.py \
-        "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV/python-stdlib") ||
+        tools/kernel/stdlib_zip.py "$cache/python-stdlib") ||
         fail "could not pack the Ansible interpreter's standard library"
+    shares+=(--rodir "$cache/python-stdlib")
 fi
 case "$(realpath "$venv")/" in
     "$checkout"/*) ;;
