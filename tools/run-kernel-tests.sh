@@ -138,17 +138,7 @@ timeout_s=${OS_BRICK_CAS_KERNEL_TIMEOUT:-1200}
 libvirt_caps=$cache/libvirt-capabilities
 mkdir -p "$libvirt_caps"
 shares=(--rodir "$casroot" --rodir "$checkout" --rwdir "$libvirt_caps")
-stdlib_zip=
-if [ "$mode" = provision ]; then
-    shares+=(--rodir "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV")
-    # the Ansible interpreter's standard library in one zip: each module
-    # of the plays is a new Python process, and its imports over 9p cost
-    # 20-50 s per task (tools/kernel/stdlib_zip.py)
-    stdlib_zip=$("$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV/bin/python" \
-        tools/kernel/stdlib_zip.py "$cache/python-stdlib") ||
-        fail "could not pack the Ansible interpreter's standard library"
-    shares+=(--rodir "$cache/python-stdlib")
-fi
+[ "$mode" = provision ] && shares+=(--rodir "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV")
 case "$(realpath "$venv")/" in
     "$checkout"/*) ;;
     *) shares+=(--rodir "$(realpath "$venv")") ;;
@@ -166,7 +156,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 note "booting $vmlinuz (memory ${OS_BRICK_CAS_KERNEL_MEMORY:-2G}, bound ${timeout_s}s); results in $results"
 guest_cmd=$(printf '%q ' env OS_BRICK_CAS_KERNEL_LIBVIRT_CAPS="$libvirt_caps" \
-            OS_BRICK_CAS_GUEST_STDLIB_ZIP="$stdlib_zip" \
             "$checkout/tools/kernel/guest.sh" "$results" \
             "$checkout" "$casroot" "$venv" "$mode" "$@")
 # vng's qemu opens /proc/self/fd/1 and /2 as "file" chardevs, which

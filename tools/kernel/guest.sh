@@ -97,20 +97,10 @@ if [ "$mode" = provision ]; then
         ANSIBLE_LOCAL_TEMP=/tmp/ansible-home/tmp \
         ANSIBLE_REMOTE_TEMP=/tmp/ansible-home/remote
     mkdir -p "$HOME"
-    # the Ansible interpreter's standard library from the guest's tmpfs
-    # (one zip, tools/kernel/stdlib_zip.py), for the plays only: 9p made
-    # each module's imports cost 20-50 s
-    ansible_path=$PYTHONPATH
-    if [ -n "${OS_BRICK_CAS_GUEST_STDLIB_ZIP:-}" ]; then
-        cp "$OS_BRICK_CAS_GUEST_STDLIB_ZIP" "$HOME/stdlib.zip" ||
-            die "cannot copy $OS_BRICK_CAS_GUEST_STDLIB_ZIP"
-        ansible_path=$HOME/stdlib.zip:$PYTHONPATH
-    fi
     for run in 1 2; do
         step "provisioning with the os_brick_cas role (run $run)"
         # ANSIBLE_LOG_PATH: the same output with a time stamp per line
-        PYTHONPATH=$ansible_path \
-            ANSIBLE_LOG_PATH=$results/ansible-$run.timed.log \
+        ANSIBLE_LOG_PATH=$results/ansible-$run.timed.log \
             "$ansible_venv/bin/ansible-playbook" -i localhost, -c local \
             "$checkout/tools/kernel/ansible-guest.yml" \
             -e "os_brick_cas_opencas_prebuilt_root=$casroot" \
