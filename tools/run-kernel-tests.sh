@@ -17,7 +17,9 @@
 #   OS_BRICK_CAS_OPENCAS_PATCHES  none: build without the role's patch
 #                                 series (default: the release's series;
 #                                 tools/kernel/build-opencas.sh)
-#   OS_BRICK_CAS_RACE_PASSES      passes per test_reader_race test (3)
+#   OS_BRICK_CAS_RACE_PASSES      passes per test_reader_race test (3;
+#                                 also _MIB, _WIDE_LINES: its sizes)
+#   OS_BRICK_CAS_ROLE_RUNS        plays of the role in provision mode (2)
 #   OS_BRICK_CAS_KERNEL_CACHE     build and virtme-ng cache (default:
 #                                 $XDG_CACHE_HOME/os-brick-cas, else
 #                                 /var/cache/os-brick-cas)
@@ -155,7 +157,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 note "booting $vmlinuz (memory ${OS_BRICK_CAS_KERNEL_MEMORY:-2G}, bound ${timeout_s}s); results in $results"
-guest_cmd=$(printf '%q ' env OS_BRICK_CAS_KERNEL_LIBVIRT_CAPS="$libvirt_caps" \
+# the guest's command line (the kernel's, 2 KiB at most) carries the
+# settings the guest reads: the role's plays and the reader-race sizes
+forwarded=()
+for name in OS_BRICK_CAS_ROLE_RUNS OS_BRICK_CAS_RACE_PASSES \
+        OS_BRICK_CAS_RACE_MIB OS_BRICK_CAS_RACE_WIDE_LINES; do
+    [ -n "${!name:-}" ] && forwarded+=("$name=${!name}")
+done
+guest_cmd=$(printf '%q ' env "${forwarded[@]}" \
+            OS_BRICK_CAS_KERNEL_LIBVIRT_CAPS="$libvirt_caps" \
             "$checkout/tools/kernel/guest.sh" "$results" \
             "$checkout" "$casroot" "$venv" "$mode" "$@")
 # vng's qemu opens /proc/self/fd/1 and /2 as "file" chardevs, which

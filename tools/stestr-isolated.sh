@@ -79,7 +79,7 @@ private_dev='
 mkdir -p "$WORK/dev-$PART"
 mount --bind /dev "$WORK/dev-$PART"
 mount -t tmpfs -o mode=755 tmpfs /dev
-for node in null zero random urandom tty full ptmx; do
+for node in null zero random urandom tty full ptmx fuse; do
     cp -a "$WORK/dev-$PART/$node" /dev/ 2>/dev/null || true
 done
 ln -s /proc/self/fd /dev/fd

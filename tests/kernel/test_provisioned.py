@@ -55,6 +55,11 @@ class ProvisionedHostTestCase(testtools.TestCase):
         return base.run(CLI, '--config-file', CONFIG, *args, timeout=300)
 
     def test_a_playbook_second_run_changes_nothing(self):
+        if not os.path.exists(os.path.join(base.RESULTS, 'ansible-2.log')):
+            # CI's kernel suite plays once (OS_BRICK_CAS_ROLE_RUNS=1): a
+            # play is 20-30 min under TCG beside the other suites
+            self.skipTest('one play in this run: tools/run-ansible-tests.sh '
+                          'plays twice and checks the second changed nothing')
         first, second = recap('ansible-1.log'), recap('ansible-2.log')
 
         self.assertGreater(first['changed'], 0, first)
