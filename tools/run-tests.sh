@@ -8,9 +8,11 @@
 #         nova, cinder and upstream in .venv-<release> on that release's
 #         nova, cinder and os-brick). kernel boots a qemu guest with real
 #         krbd and Open CAS, provisions it with the os_brick_cas Ansible
-#         role (two plays, the second must change nothing) and runs all of
+#         role (one play; tools/run-ansible-tests.sh alone plays twice and
+#         checks the second changed nothing) and runs all of
 #         tests/kernel on it (tools/run-ansible-tests.sh --whole-tier, ~30
-#         min under TCG with the Open CAS build cached; bounded at 85 min).
+#         min alone under TCG with the Open CAS build cached; bounded at 88
+#         min).
 #         ansible: the same guest, only the role's own tests and the
 #         attach tests (tools/run-ansible-tests.sh; on request).
 # Each runs even if an earlier one failed; the exit status is non-zero if
@@ -115,7 +117,7 @@ suite() {
         # the guest provisioned by the os_brick_cas Ansible role, then all
         # of tests/kernel on it; installs what it needs, fails (never
         # skips) when the guest cannot run; the guest has its own bound
-        # (70 min), this one also covers apt and a cold Open CAS build
+        # (80 min), this one also covers apt and a cold Open CAS build
         # one play of the role (tools/run-ansible-tests.sh alone plays
         # twice and checks the second changed nothing)
         kernel) OS_BRICK_CAS_ROLE_RUNS=${OS_BRICK_CAS_ROLE_RUNS:-1} \

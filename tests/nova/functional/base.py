@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from typing import Iterator, Optional
 
 import fixtures
@@ -52,6 +53,11 @@ from tests import privsep_fixture
 CONF = nova_conf.CONF
 CINDER = 'http://cinder.fake/v3/project'
 CACHES = {1: 'wt', 2: 'wb'}
+#: how long a wait for a server, migration or detach state may take: nova's
+#: helpers give up after 5-10 s, but here each casadm/rbd call is a
+#: process of the simulated host, and CI runs this suite beside the TCG
+#: guest at the lowest priority
+WAIT_SECONDS = 120
 
 
 class FakeFenceCinder(object):
@@ -136,6 +142,30 @@ class CachedVolumeTestBase(nova_test_compat.ServersTestBase):
     #: ceph.conf of a real cluster whose images ``rbd map`` maps (None:
     #: file-backed images per host)
     ceph_conf: Optional[str] = None
+
+    def _keep_waiting(self, wait, *args, **kwargs):
+        """Call nova's *wait* helper again until WAIT_SECONDS have passed."""
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            try:
+                return wait(*args, **kwargs)
+            except self.failureException:
+                if time.monotonic() >= deadline:
+                    raise
+
+    def _wait_for_server_parameter(self, server, expected_params,
+                                   max_retries=10, **kwargs):
+        return self._keep_waiting(
+            super()._wait_for_server_parameter, server, expected_params,
+            max_retries, **kwargs)
+
+    def _wait_for_migration_status(self, server, expected_statuses):
+        return self._keep_waiting(super()._wait_for_migration_status,
+                                  server, expected_statuses)
+
+    def _wait_for_volume_detach(self, server_id, volume_id):
+        return self._keep_waiting(super()._wait_for_volume_detach,
+                                  server_id, volume_id)
 
     def setUp(self):
         if os.geteuid() != 0:
