@@ -1,7 +1,8 @@
 #!/bin/bash
 # One stestr suite as PARTS partitions run side by side, each in its own
 # mount namespace with a private /dev and its own TMPDIR:
-#   tools/stestr-isolated.sh tests/functional [PARTS]   # default 2
+#   tools/stestr-isolated.sh tests/functional [PARTS [FILTER...]]
+#   (PARTS default 2; FILTER: stestr's test filters, as for stestr list)
 # The host simulator creates /dev/casX-Y, /dev/rbdN and /dev/disk/by-id
 # links and removes strays it finds there, so two of its tests in one /dev
 # delete each other's entries: stestr's own workers cannot run them side by
@@ -14,13 +15,14 @@
 # each partition's failing tests are printed at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-path=${1:?usage: $0 TEST_PATH [PARTS]}
+path=${1:?usage: $0 TEST_PATH [PARTS [FILTER...]]}
 parts=${2:-2}
+shift $(($# < 2 ? $# : 2))
 suite=$(basename "$path")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-stestr --test-path "$path" --top-dir ./ list > "$work/ids" || exit 1
+stestr --test-path "$path" --top-dir ./ list "$@" > "$work/ids" || exit 1
 
 # durations of the last run of each partition (test id, seconds)
 : > "$work/durations"
@@ -86,6 +88,12 @@ ln -s /proc/self/fd /dev/fd
 ln -s /proc/self/fd/0 /dev/stdin
 ln -s /proc/self/fd/1 /dev/stdout
 ln -s /proc/self/fd/2 /dev/stderr
+# the data-true stand-in and the CLI tests attach loop devices: the
+# control node and nodes for the first 64 (the kernel objects are shared)
+cp -a "$WORK/dev-$PART/loop-control" /dev/ 2>/dev/null || true
+for number in $(seq 0 63); do
+    mknod -m 660 "/dev/loop$number" b 7 "$number" 2>/dev/null || true
+done
 mkdir /dev/shm /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount --bind "$WORK/dev-$PART/pts" /dev/pts
