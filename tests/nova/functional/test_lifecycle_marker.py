@@ -36,24 +36,38 @@ class Killed(BaseException):
     """A process stopped by kill -9: no except clause and no finally."""
 
 
+def intercept_clears(cinder, answer) -> None:
+    """Send the fake Cinder's marker clears to *answer*.
+
+    ``answer(request, context, original)`` returns the response text;
+    *original* is the fake Cinder's own action handler.
+    """
+    original = cinder._action
+
+    def action(request, context):
+        if 'os-brick-cas-clear-fence' in request.json():
+            return answer(request, context, original)
+        return original(request, context)
+
+    cinder.adapter.register_uri(
+        'POST', re.compile(base.CINDER + '/volumes/[^/]+/action$'),
+        status_code=202, text=action)
+
+
 class MarkerProtocolTestCase(test_lifecycle.LifecycleTestBase):
 
     def fail_clear_once(self) -> list:
         """The next marker clear is answered 503 (Cinder left it as is)."""
         failed = []
-        original = self.cinder._action
 
-        def action(request, context):
-            if ('os-brick-cas-clear-fence' in request.json() and
-                    not failed):
-                failed.append(request.path)
-                context.status_code = 503
-                return '{}'
-            return original(request, context)
+        def answer(request, context, original):
+            if failed:
+                return original(request, context)
+            failed.append(request.path)
+            context.status_code = 503
+            return '{}'
 
-        self.cinder.adapter.register_uri(
-            'POST', re.compile(base.CINDER + '/volumes/[^/]+/action$'),
-            status_code=202, text=action)
+        intercept_clears(self.cinder, answer)
         return failed
 
     def assert_cinder_no_stronger_than_host(self) -> None:
@@ -150,20 +164,16 @@ class LostAnswerTestCase(test_lifecycle.LifecycleTestBase):
     def lose_clear_answer_once(self) -> list:
         """The next marker clear is applied; its answer is a read timeout."""
         lost = []
-        original = self.cinder._action
 
-        def action(request, context):
-            answer = original(request, context)
-            if ('os-brick-cas-clear-fence' in request.json() and
-                    not lost):
-                lost.append(request.path)
-                raise requests.exceptions.ReadTimeout(
-                    'Cinder applied the clear; its answer was lost')
-            return answer
+        def answer(request, context, original):
+            text = original(request, context)
+            if lost:
+                return text
+            lost.append(request.path)
+            raise requests.exceptions.ReadTimeout(
+                'Cinder applied the clear; its answer was lost')
 
-        self.cinder.adapter.register_uri(
-            'POST', re.compile(base.CINDER + '/volumes/[^/]+/action$'),
-            status_code=202, text=action)
+        intercept_clears(self.cinder, answer)
         return lost
 
     def test_detach_whose_clear_answer_is_lost_is_resolved_not_redone(self):
@@ -209,20 +219,16 @@ class SwitchoverCleanupTestCase(test_lifecycle.TwoComputesTestBase):
     def watch_clears(self) -> tuple[list, list]:
         """(hosts whose clear Cinder saw, failures still to answer 503)."""
         seen, fail_next = [], []
-        original = self.cinder._action
 
-        def action(request, context):
-            if 'os-brick-cas-clear-fence' in request.json():
-                seen.append(request.path)
-                if fail_next:
-                    fail_next.pop()
-                    context.status_code = 503
-                    return '{}'
+        def answer(request, context, original):
+            seen.append(request.path)
+            if fail_next:
+                fail_next.pop()
+                context.status_code = 503
+                return '{}'
             return original(request, context)
 
-        self.cinder.adapter.register_uri(
-            'POST', re.compile(base.CINDER + '/volumes/[^/]+/action$'),
-            status_code=202, text=action)
+        intercept_clears(self.cinder, answer)
         return seen, fail_next
 
     def test_source_never_clears_the_destination_marker(self):
