@@ -243,6 +243,25 @@ def test_read_behind_first_write_of_a_line(ocf_ctx):
         rig.close()
 
 
+def race_whole_line_reads(rig, read_class=0):
+    """Race a whole-line read behind a write of block 1, on every line.
+
+    Block 0 of each line is written and acknowledged first. Returns
+    (reads that waited, stale blocks).
+    """
+    waited, stale = 0, []
+    for line in range(LINES):
+        done, payload = rig.write(line, 0)
+        wait_ok(done, f"write of line {line} block 0")
+        rig.expected[(line, 0)] = payload
+        did_wait, line_stale = race_read_behind_write(
+            rig, rig.cache_device, line, 1, rig.blocks_per_line,
+            read_class=read_class)
+        waited += did_wait
+        stale += line_stale
+    return waited, stale
+
+
 @pytest.mark.parametrize("mode", [CacheMode.WB, CacheMode.WO])
 def test_wide_line_read_behind_a_write(ocf_ctx, mode):
     """A read of a whole 64 KiB line behind a write of its block 1.
@@ -252,16 +271,7 @@ def test_wide_line_read_behind_a_write(ocf_ctx, mode):
     """
     rig = Rig(mode, CacheLineSize.LINE_64KiB, LINES)
     try:
-        waited, stale = 0, []
-        for line in range(LINES):
-            done, payload = rig.write(line, 0)
-            wait_ok(done, f"write of line {line} block 0")
-            rig.expected[(line, 0)] = payload
-            did_wait, line_stale = race_read_behind_write(
-                rig, rig.cache_device, line, 1, rig.blocks_per_line)
-            waited += did_wait
-            stale += line_stale
-        check("wide-line", mode, rig, waited, stale)
+        check("wide-line", mode, rig, *race_whole_line_reads(rig))
     finally:
         rig.close()
 
@@ -279,16 +289,7 @@ def test_pass_through_read_behind_a_write(ocf_ctx):
         rig.cache.configure_partition(
             part_id=1, name="drain", max_size=100, priority=1,
             cache_mode=CacheMode.PT)
-        waited, stale = 0, []
-        for line in range(LINES):
-            done, payload = rig.write(line, 0)
-            wait_ok(done, f"write of line {line} block 0")
-            rig.expected[(line, 0)] = payload
-            did_wait, line_stale = race_read_behind_write(
-                rig, rig.cache_device, line, 1, rig.blocks_per_line,
-                read_class=1)
-            waited += did_wait
-            stale += line_stale
-        check("pass-through", CacheMode.PT, rig, waited, stale)
+        check("pass-through", CacheMode.PT, rig,
+              *race_whole_line_reads(rig, read_class=1))
     finally:
         rig.close()
