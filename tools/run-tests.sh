@@ -200,9 +200,13 @@ for name in "${SUITES[@]}"; do
     elif ! suite "$name"; then
         failed+=("$name")
         case "$name" in
-            # functional and nova print their partitions' failures
             unit|cinder|ceph|prometheus)
                 stestr failing > "$FAILURES_DIR/$name.txt" 2>&1 ;;
+            # each partition of functional and nova keeps its own repo
+            functional|nova)
+                for repo in .stestr-parts/"$name"-*; do
+                    stestr --repo-url "$repo" failing 2>&1
+                done > "$FAILURES_DIR/$name.txt" ;;
         esac
     fi
     took[$name]=$((SECONDS - start))
@@ -227,5 +231,12 @@ for name in "${SUITES[@]}"; do
     [ -n "${absent[$name]:-}" ] && status=absent
     for f in "${failed[@]:-}"; do [ "$f" = "$name" ] && status=FAILED; done
     printf '%-14s %-7s %4ss\n' "$name" "$status" "${took[$name]}"
+done
+# the failing tests' names once more, last: a log cut to its head and
+# tail still says which tests failed
+for name in "${failed[@]:-}"; do
+    [ -s "$FAILURES_DIR/$name.txt" ] || continue
+    grep -E '^(FAIL|ERROR):? ' "$FAILURES_DIR/$name.txt" | sort -u |
+        head -n 15 | sed "s/^/$name: /"
 done
 [ ${#failed[@]} -eq 0 ]

@@ -24,7 +24,16 @@ suite=$(basename "$path")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-stestr --test-path "$path" --top-dir ./ list "$@" > "$work/ids" || exit 1
+# one stestr repository per partition (stestr list needs one, too: a
+# fresh clone has none until some suite has run)
+for number in $(seq 1 "$parts"); do
+    repo=.stestr-parts/$suite-$number
+    if [ ! -d "$repo/.stestr" ]; then
+        mkdir -p "$repo" && stestr --repo-url "$repo" init > /dev/null
+    fi
+done
+stestr --repo-url ".stestr-parts/$suite-1" --test-path "$path" --top-dir ./ \
+    list "$@" > "$work/ids" || exit 1
 
 # durations of the last run of each partition (test id, seconds)
 : > "$work/durations"
@@ -114,9 +123,6 @@ pids=()
 for number in $(seq 1 "$parts"); do
     [ -s "$work/part-$number" ] || continue
     repo=.stestr-parts/$suite-$number
-    if [ ! -d "$repo/.stestr" ]; then
-        mkdir -p "$repo" && stestr --repo-url "$repo" init > /dev/null
-    fi
     WORK=$work PART=$number unshare -m --propagation private \
         bash -c "$private_dev" bash \
         stestr --repo-url "$repo" --test-path "$path" --top-dir ./ run \
