@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it:
 #   tools/run-tests.sh                 # every suite
 #   tools/run-tests.sh unit functional # only these
-# Suites: pep8 unit functional nova cinder upstream ceph pyocf kernel tempest
+# Suites: pep8 unit functional nova cinder upstream ceph kernel pyocf tempest
 #         devstack deploy docs releasenotes prometheus (on the newest
 #         OpenStack release, 2026.2), release-2025.1 release-2026.1 (unit,
 #         nova, cinder and upstream in .venv-<release> on that release's
@@ -14,26 +14,20 @@
 #         tests (tools/run-ansible-tests.sh; --whole-tier: then the whole
 #         tier; on request: a play is 11-13 min of module runs under TCG).
 # Each runs even if an earlier one failed; the exit status is non-zero if
-# any failed. Suites run one after another (OS_BRICK_CAS_KERNEL_BACKGROUND=1:
-# kernel in the background, the others beside it at the lowest priority;
-# slower on 2 cores, see below). Needs root for the system packages (Ceph, fio, rbd-fuse,
+# any failed. Suites run one after another, but the light ones after the
+# kernel suite run beside its guest at a low priority (see SHADOW
+# below), and the older releases' dependencies install while the first
+# suites run. Needs root for the system packages (Ceph, fio, rbd-fuse,
 # the linter, promtool, qemu) and for the /dev entries the host simulator
 # creates.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-ALL=(pep8 unit functional nova cinder upstream ceph pyocf kernel tempest
-     devstack deploy docs releasenotes prometheus release-2025.1
-     release-2026.1)
+ALL=(kernel pep8 unit cinder upstream release-light-2025.1
+     release-light-2026.1 pyocf tempest devstack deploy docs releasenotes
+     prometheus functional nova ceph release-nova-2025.1 release-nova-2026.1)
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
-tools/setup-env.sh || exit 1
-tools/install-system-packages.sh || exit 1
-if [ -x tools/install-ceph.sh ]; then
-    tools/install-ceph.sh "$PWD/.venv" || exit 1
-fi
-export PATH="$PWD/.venv/bin:$PATH"
-export OS_BRICK_CAS_REQUIRE_CEPH=${OS_BRICK_CAS_REQUIRE_CEPH:-1}
 
 # Failures are printed again after the summary, so the tail of a CI log
 # (often all that is kept) says which test failed and why.
@@ -60,31 +54,44 @@ present() {
         deploy) [ -x tools/check-deploy-artifacts.sh ] ;;
         docs) [ -x tools/build-docs.sh ] ;;
         releasenotes) [ -x tools/build-releasenotes.sh ] ;;
-        release-*) [ -f "tools/upper-constraints-${1#release-}.txt" ] ;;
+        release-*) [ -f "tools/upper-constraints-${1##*-}.txt" ] ;;
         *) return 0 ;;
     esac
 }
 
 # unit, nova, cinder and upstream against one older OpenStack release, in
-# its own venv (its constraints file pins that release's services)
+# its own venv (its constraints file pins that release's services):
+#   release_suite RELEASE [all|light|nova]
+# light: unit, cinder and upstream (unit tests, fine beside the guest);
+# nova: nova's flows, the two /dev-isolated partitions
 release_suite() {
-    local venv=".venv-$1" rc=0
-    VENV=$venv UPPER_CONSTRAINTS_FILE="tools/upper-constraints-$1.txt" \
+    local release=$1 part=${2:-all} venv=".venv-$1" rc=0 tiers
+    if [ -n "$prepare_pid" ]; then
+        wait "$prepare_pid"
+        prepare_pid=
+        grep -v '^WARNING: Location' "$FAILURES_DIR/prepare-venvs.log"
+    fi
+    VENV=$venv UPPER_CONSTRAINTS_FILE="tools/upper-constraints-$release.txt" \
         tools/setup-env.sh || return 1
+    case $part in
+        all) tiers=(unit nova cinder upstream) ;;
+        light) tiers=(unit cinder upstream) ;;
+        nova) tiers=(nova) ;;
+    esac
     (
+        # shellcheck disable=SC2030
         export PATH="$PWD/$venv/bin:$PATH"
-        for tier in unit nova cinder; do
-            echo "--- $tier on OpenStack $1 ---"
+        for tier in "${tiers[@]}"; do
+            echo "--- $tier on OpenStack $release ---"
             case $tier in
                 # nova's flows on that release; the hypothesis machine
                 # and the lock tests exercise our code, not nova's API
                 nova) tools/stestr-isolated.sh tests/nova 2 \
                           --exclude-regex 'test_marker_stateful|test_fence_lock' ;;
+                upstream) tools/run-upstream-suites.sh ;;
                 *) stestr_run "tests/$tier" ;;
-            esac || { echo "$tier FAILED on $1"; rc=1; }
+            esac || { echo "$tier FAILED on $release"; rc=1; }
         done
-        echo "--- upstream on OpenStack $1 ---"
-        tools/run-upstream-suites.sh || rc=1
         exit $rc
     )
 }
@@ -114,7 +121,7 @@ suite() {
         upstream) tools/run-upstream-suites.sh ;;
         # OCF's own userspace framework: the reader race reproduced on
         # unpatched v26.03 and gone with the role's patch series
-        pyocf) timeout 900 tools/run-pyocf-tests.sh ;;
+        pyocf) timeout 1800 tools/run-pyocf-tests.sh ;;
         # installs what it needs, fails (never skips) when the guest cannot
         # run; the guest has its own bound (80 min), this one also covers
         # apt and a cold Open CAS build. The whole tier on a guest that installs Open CAS itself; the
@@ -142,6 +149,8 @@ suite() {
                     OS_BRICK_CAS_REQUIRE_PROMTOOL=1 stestr_run \
                         tests/functional --concurrency 1 \
                         'test_metrics\..*promtool' ;;
+        release-light-*) release_suite "${1#release-light-}" light ;;
+        release-nova-*) release_suite "${1#release-nova-}" nova ;;
         release-*) release_suite "${1#release-}" ;;
         *) echo "unknown suite $1 (known: ${ALL[*]})"; return 2 ;;
     esac
@@ -151,47 +160,98 @@ failed=()
 declare -A took
 declare -A absent
 
-# Suites run one after another. OS_BRICK_CAS_KERNEL_BACKGROUND=1 starts
-# the kernel suite (a TCG guest) first in the background and runs the
-# others beside it at the lowest priority. On 2 cores that is slower, not
-# faster: the guest and the other suites are both CPU-bound. At equal
-# priority (qemu runs in its own session, hence its own scheduler
-# autogroup) every Ansible task in the guest took 5x longer and the guest
-# ran out of its 70 min (CI, 2026-11-28); with the others at nice 19 the
-# guest's tests took ~85 s each and the others starved (a timing test of
-# the drain failed, and the run would have taken ~100 min).
-BACKGROUND=()
-if [ "${OS_BRICK_CAS_KERNEL_BACKGROUND:-0}" = 1 ] && [ ${#SUITES[@]} -gt 1 ]; then
-    for name in "${SUITES[@]}"; do
-        [ "$name" = kernel ] && present kernel && BACKGROUND+=(kernel)
-    done
-fi
-declare -A bg_pid bg_start
-for name in "${BACKGROUND[@]:-}"; do
-    [ -n "$name" ] || continue
-    # its apt installs run now, so they never race the other suites' apt
-    tools/kernel/install-host.sh || exit 1
-    echo "=== suite $name: started in the background (output below when it ends) ==="
-    bg_start[$name]=$SECONDS
-    suite "$name" > "$FAILURES_DIR/$name.log" 2>&1 &
-    bg_pid[$name]=$!
+# The older releases' dependencies are installed while the first suites
+# run: pip is one process on one core, about 2 min per virtualenv, and the
+# suites before the kernel's leave time on the other core. Each
+# release-* suite waits for it, then installs this package itself.
+RELEASES=()
+for name in "${SUITES[@]}"; do
+    case $name in
+        release-*) present "$name" && RELEASES+=("${name##*-}") ;;
+    esac
 done
-if [ ${#BACKGROUND[@]} -gt 0 ]; then
-    # this shell and every suite it starts from now on: nice 19, and the
-    # lowest share for this session's autogroup (where the kernel has
-    # them; the guest's session keeps its own at nice 0)
-    renice -n 19 -p $$ > /dev/null
-    echo 19 2>/dev/null > /proc/self/autogroup || true
+mapfile -t RELEASES < <(printf '%s\n' "${RELEASES[@]:-}" | awk 'NF && !seen[$0]++')
+prepare_pid=
+if [ ${#RELEASES[@]} -gt 0 ]; then
+    (
+        for release in "${RELEASES[@]}"; do
+            VENV=.venv-$release \
+                UPPER_CONSTRAINTS_FILE="tools/upper-constraints-$release.txt" \
+                nice -n 10 tools/setup-env.sh --deps-only ||
+                echo "could not prepare .venv-$release (its suite retries)"
+        done
+    ) > "$FAILURES_DIR/prepare-venvs.log" 2>&1 &
+    prepare_pid=$!
 fi
 
-in_background() {
-    local bg
-    for bg in "${BACKGROUND[@]:-}"; do [ "$bg" = "$1" ] && return 0; done
+# The main virtualenv, the system packages and Ceph, beside the older
+# releases' pip above
+tools/setup-env.sh || exit 1
+tools/install-system-packages.sh || exit 1
+if [ -x tools/install-ceph.sh ]; then
+    tools/install-ceph.sh "$PWD/.venv" || exit 1
+fi
+# (release_suite sets its own PATH in a subshell)
+# shellcheck disable=SC2031
+export PATH="$PWD/.venv/bin:$PATH"
+export OS_BRICK_CAS_REQUIRE_CEPH=${OS_BRICK_CAS_REQUIRE_CEPH:-1}
+
+# The kernel suite runs first, in the background: a TCG guest (qemu in a
+# session, hence a scheduler autogroup, of its own) that keeps one to two
+# cores busy for 20-25 min. The light suites that follow it (SHADOW: unit
+# tests, linters, builds; no timing assertions, nothing on the host's
+# /dev beyond one test at a time) run beside it with this session's
+# autogroup at nice 10: where the guest wants both cores they get about a
+# tenth, otherwise what it leaves idle. The first suite not in SHADOW
+# waits for the guest; the heavy ones (functional and nova in two
+# partitions, the host's own Ceph, the older releases' nova flows) run
+# after it at full speed. OS_BRICK_CAS_KERNEL_SHADOW=0 runs every suite
+# serially. Heavy suites beside the guest were tried and are slower on 2
+# cores: at equal priority every Ansible task in the guest took 5x longer
+# and the guest ran out of its 70 min (CI, 2026-11-28); with functional
+# and nova beside it at nice 19 the guest's tests took ~85 s each and
+# those suites starved (a drain timing test failed; the run would have
+# taken ~100 min).
+SHADOW=(pep8 unit cinder upstream release-light-2025.1 release-light-2026.1
+        pyocf tempest devstack deploy docs releasenotes prometheus)
+kernel_pid=
+kernel_start=0
+
+in_shadow() {
+    local light
+    [ "${OS_BRICK_CAS_KERNEL_SHADOW:-1}" = 1 ] || return 1
+    for light in "${SHADOW[@]}"; do [ "$light" = "$1" ] && return 0; done
     return 1
 }
 
-for name in "${SUITES[@]}"; do
-    in_background "$name" && continue
+wait_for_kernel() {
+    [ -n "$kernel_pid" ] || return 0
+    echo "=== suite kernel (ran in the background; its output) ==="
+    wait "$kernel_pid"
+    local rc=$?
+    kernel_pid=
+    cat "$FAILURES_DIR/kernel.log"
+    [ $rc -eq 0 ] || failed+=(kernel)
+    took[kernel]=$(( $(cat "$FAILURES_DIR/kernel.end" 2>/dev/null ||
+                       date +%s) - kernel_start ))
+    echo 0 2>/dev/null > /proc/self/autogroup || true
+}
+
+for index in "${!SUITES[@]}"; do
+    name=${SUITES[$index]}
+    if [ "$name" = kernel ] && present kernel &&
+            in_shadow "${SUITES[$((index + 1))]:-}"; then
+        # its apt installs run now, so they never race another's apt
+        tools/kernel/install-host.sh || exit 1
+        echo "=== suite kernel: started in the background (output when it ends) ==="
+        kernel_start=$(date +%s)
+        ( suite kernel; rc=$?; date +%s > "$FAILURES_DIR/kernel.end"
+          exit $rc ) > "$FAILURES_DIR/kernel.log" 2>&1 &
+        kernel_pid=$!
+        echo 10 2>/dev/null > /proc/self/autogroup || true
+        continue
+    fi
+    in_shadow "$name" || wait_for_kernel
     echo "=== suite $name ==="
     start=$SECONDS
     if ! present "$name"; then
@@ -211,15 +271,7 @@ for name in "${SUITES[@]}"; do
     fi
     took[$name]=$((SECONDS - start))
 done
-for name in "${BACKGROUND[@]:-}"; do
-    [ -n "$name" ] || continue
-    echo "=== suite $name (ran in the background; waiting for it) ==="
-    wait "${bg_pid[$name]}"
-    rc=$?
-    cat "$FAILURES_DIR/$name.log"
-    [ $rc -eq 0 ] || failed+=("$name")
-    took[$name]=$((SECONDS - bg_start[$name]))
-done
+wait_for_kernel
 for name in "${failed[@]:-}"; do
     [ -s "$FAILURES_DIR/$name.txt" ] || continue
     echo "=== failing tests of suite $name (stestr failing, last 120 lines) ==="
@@ -230,7 +282,7 @@ for name in "${SUITES[@]}"; do
     status=passed
     [ -n "${absent[$name]:-}" ] && status=absent
     for f in "${failed[@]:-}"; do [ "$f" = "$name" ] && status=FAILED; done
-    printf '%-14s %-7s %4ss\n' "$name" "$status" "${took[$name]}"
+    printf '%-21s %-7s %4ss\n' "$name" "$status" "${took[$name]:-0}"
 done
 # the failing tests' names once more, last: a log cut to its head and
 # tail still says which tests failed

@@ -3,7 +3,13 @@
 # main job and the tests need: this package (editable), the real nova,
 # cinder, os-brick, tempest and python-cinderclient from PyPI.
 #   tools/setup-env.sh            # idempotent; ~2 min on a fresh machine
+#   tools/setup-env.sh --deps-only  # the dependencies, not this package
+#                                   # (its editable install writes the
+#                                   # checkout's egg-info, which suites
+#                                   # running meanwhile read)
 set -euo pipefail
+deps_only=0
+[ "${1:-}" = --deps-only ] && deps_only=1
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null || PYTHON=python3
@@ -23,6 +29,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "$VENV/bin/pip" install -q -c "$constraints" "${reqs[@]}"
     echo "$want" > "$stamp"
 fi
+[ $deps_only = 1 ] && { echo "dependencies ready: $VENV"; exit 0; }
 # the build backend's deprecation notices (setuptools' editable-install
 # warning, ~15 lines each) are for this project's maintainers, not for
 # whoever runs tools/demo.sh: they stay out of its output

@@ -12,12 +12,28 @@
 
 """A simulated compute host as a test fixture."""
 
+import atexit
+import functools
 import os
+import shutil
+import tempfile
 from typing import Optional
 
 import fixtures
 
 from os_brick_cas.simulator import host
+
+
+@functools.cache
+def _process_pycache() -> str:
+    """One private byte-code directory for every host of this process.
+
+    Each stand-in call is a new interpreter; with a directory per host,
+    every test compiled the stand-ins again on its first calls.
+    """
+    directory = tempfile.mkdtemp(prefix='os-brick-cas-stand-in-pycache-')
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
 
 
 class SimulatedHost(fixtures.Fixture, host.SimulatedHostControl):
@@ -45,7 +61,8 @@ class SimulatedHost(fixtures.Fixture, host.SimulatedHostControl):
         self.init(self._caches, udev_by_id=self._udev_by_id,
                   rbd_backend=self._rbd_backend,
                   device_offset=self._device_offset,
-                  datapath_lines=self._datapath_lines)
+                  datapath_lines=self._datapath_lines,
+                  pycache_dir=_process_pycache())
         self.addCleanup(self.destroy)
         self.useFixture(fixtures.EnvironmentVariable(
             'PATH', self.bin_dir + os.pathsep + os.environ.get('PATH', '')))

@@ -66,13 +66,16 @@ class SimulatedHostControl(object):
 
     def init(self, caches: dict[int, str], udev_by_id: bool = False,
              rbd_backend: str = 'file', device_offset: int = 0,
-             datapath_lines: Optional[int] = None) -> None:
+             datapath_lines: Optional[int] = None,
+             pycache_dir: Optional[str] = None) -> None:
         """Boot a fresh host and write the casadm/rbd wrappers.
 
         *device_offset* shifts the numbers of /dev/rbdN and of core ids, so
         two simulated hosts in one test never create the same /dev entry.
         *datapath_lines* makes every cache instance data-true (a cache
         engine of that many 4 KiB lines behind each /dev/casX-Y).
+        *pycache_dir* holds the stand-ins' byte code (default: in the state
+        directory, compiled again for every new host).
         """
         os.makedirs(self.bin_dir, exist_ok=True)
         state = state_mod.new_state(caches)
@@ -90,7 +93,8 @@ class SimulatedHostControl(object):
                     'PYTHONPYCACHEPREFIX=%s exec %s -S -m %s "$@"\n'
                     % (state_mod.ENV, shlex.quote(self.state_dir),
                        shlex.quote(_stand_in_pythonpath()),
-                       shlex.quote(os.path.join(self.state_dir, 'pycache')),
+                       shlex.quote(pycache_dir or
+                                   os.path.join(self.state_dir, 'pycache')),
                        shlex.quote(sys.executable), module))
             os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR |
                      stat.S_IXGRP | stat.S_IXOTH)
