@@ -349,10 +349,9 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
             """nova's periodic task: the operations it held all ended."""
             for record in self.machine.held():
                 self.call(self.machine.undrain,
-                          lifecycle.Volume(record['spec'],
-                                           record['volume_id']),
+                          lifecycle.Volume(record.spec, record.volume_id),
                           self.view(), lifecycle.deadline(10),
-                          retake=False, holder=record['holder'])
+                          retake=False, holder=record.holder)
 
         # -- rules: Cinder ----------------------------------------------------
         @stateful.rule(fates=st.lists(st.sampled_from(
