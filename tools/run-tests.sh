@@ -124,13 +124,20 @@ suite() {
         pyocf) timeout 1800 tools/run-pyocf-tests.sh ;;
         # installs what it needs, fails (never skips) when the guest cannot
         # run; the guest has its own bound (80 min), this one also covers
-        # apt and a cold Open CAS build. The whole tier on a guest that installs Open CAS itself; the
-        # role's play (11-13 min of module runs under TCG) and its own
-        # tests run on request: suite ansible, tools/run-ansible-tests.sh
-        # (--whole-tier: the role, then the whole tier). One pass of each
-        # reader-race reproducer (by name: 3; tools/run-pyocf-tests.sh
-        # shows the race and the fix in OCF itself)
-        kernel) OS_BRICK_CAS_RACE_PASSES=${OS_BRICK_CAS_RACE_PASSES:-1} \
+        # apt and a cold Open CAS build. The whole tier on a guest that
+        # installs Open CAS itself; the role's play (11-13 min of module
+        # runs under TCG) and its own tests run on request: suite ansible,
+        # tools/run-ansible-tests.sh (--whole-tier: the role, then the
+        # whole tier). Each reader-race reproducer runs three passes at
+        # CI's sizes (1 fresh MiB, 16 wide lines per pass; by name the
+        # default is 4 MiB and 32 lines); on the unpatched build the wide-
+        # line wb and wo cases lose data or read stale blocks at these
+        # sizes (2026-11-29: wb lost 80-112 blocks in every pass, wo read
+        # a stale block in two of three); tools/run-pyocf-tests.sh shows
+        # the race and the fix in OCF itself
+        kernel) OS_BRICK_CAS_RACE_PASSES=${OS_BRICK_CAS_RACE_PASSES:-3} \
+                    OS_BRICK_CAS_RACE_MIB=${OS_BRICK_CAS_RACE_MIB:-1} \
+                    OS_BRICK_CAS_RACE_WIDE_LINES=${OS_BRICK_CAS_RACE_WIDE_LINES:-16} \
                     OS_BRICK_CAS_KERNEL_TIMEOUT=${OS_BRICK_CAS_KERNEL_TIMEOUT:-4800} \
                     timeout --kill-after=60 5300 tools/run-kernel-tests.sh ;;
         ansible) tools/run-ansible-tests.sh ;;
