@@ -244,11 +244,23 @@ def _drained(casadm: casadm_mod.Casadm,
         return set()
 
 
+def names_volume(core_device: str, volume: str) -> bool:
+    """Whether the core on *core_device* caches *volume* (operator's name).
+
+    An operator names a volume by its Cinder id or as
+    ``pool/[namespace/]image``. The one lookup by such a name (flush,
+    drain, recover, discard); attach and detach find a core by the image's
+    identity instead
+    (:meth:`os_brick_cas.connector.CachedRBDConnector._core_of`).
+    """
+    return bool(volume) and volume in rbd_image_of(core_device)
+
+
 def find_volume_core(reports: list[CacheReport],
                      volume: str) -> Optional[CoreReport]:
     """The core of *volume* (Cinder volume id or pool/image), if cached."""
     for cache in reports:
         for core in cache.cores:
-            if volume in (core.volume_id, core.rbd_image):
+            if names_volume(core.core_device, volume):
                 return core
     return None

@@ -106,7 +106,7 @@ def label(core: casadm_mod.Core) -> str:
 def _find(caches: list[casadm_mod.CacheInstance], volume: str) -> Target:
     for cache in caches:
         for core in cache.cores:
-            if volume in report.rbd_image_of(core.device):
+            if report.names_volume(core.device, volume):
                 return cache, core
     raise SystemExit('volume %s is not cached on this host' % volume)
 

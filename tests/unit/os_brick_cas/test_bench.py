@@ -20,6 +20,7 @@ import testtools
 
 from os_brick_cas import bench
 from os_brick_cas.cmd import bench as cmd_bench
+from os_brick_cas import rbd_names
 from os_brick_cas import report
 from tests.unit.os_brick_cas import base as unit_base
 
@@ -110,6 +111,21 @@ class ReportHelpersTestCase(testtools.TestCase):
                      '/tmp/rbd-volumes-volume-0d6c3a4e-3c5b-4d5e-9f1a-'
                      '2b3c4d5e6f70'):
             self.assertEqual((None, None), report.rbd_image_of(path))
+
+    def test_operator_names_a_core_by_volume_id_or_image(self):
+        volume = '0d6c3a4e-3c5b-4d5e-9f1a-2b3c4d5e6f70'
+        spec = rbd_names.ImageSpec(
+            pool='volumes', namespace='tenant-a', image='volume-' + volume,
+            fsid=rbd_names.normal_fsid('5b3c8a52-8f0e-4bd6-9a3e-0a1b2c3d4e5f'))
+        device = '/dev/disk/by-id/' + spec.link_name()
+        for name in (volume, 'volumes/tenant-a/volume-' + volume):
+            self.assertTrue(report.names_volume(device, name), name)
+        for name in ('', volume[:-1] + '1', 'volumes/volume-' + volume,
+                     'tenant-a'):
+            self.assertFalse(report.names_volume(device, name), name)
+        legacy = '/dev/disk/by-id/rbd-volumes-volume-' + volume
+        self.assertTrue(report.names_volume(legacy, volume))
+        self.assertFalse(report.names_volume('/dev/rbd0', volume))
 
     def test_hit_ratio(self):
         self.assertEqual(0.25, report.hit_ratio(
