@@ -40,7 +40,7 @@ class ProgressLineTestCase(testtools.TestCase):
 
         def flush():
             import time
-            time.sleep(0.25)
+            time.sleep(1.0)   # a poll or more before it fails, if loaded
             raise RuntimeError('flush failed')
         out = io.StringIO()
         self.assertRaises(RuntimeError, progress.watch, flush,

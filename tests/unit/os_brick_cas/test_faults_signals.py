@@ -34,9 +34,25 @@ class HangSignalTest(testtools.TestCase):
         self.addCleanup(proc.wait)
         self.addCleanup(proc.kill)
         proc.stdout.readline()
-        time.sleep(0.3)  # the handler is installed just before the sleep
+        self._wait_for_handlers(proc.pid)
         proc.send_signal(signal.SIGINT)
         return proc
+
+    @staticmethod
+    def _wait_for_handlers(pid: int) -> None:
+        """Until the hang's SIGTERM handler is in (SIGINT's is set first).
+
+        A fixed pause lost that race on a loaded machine: the default
+        SIGINT handler ended the process before the hang had set its own.
+        """
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with open('/proc/%d/status' % pid) as status:
+                fields = dict(line.split(':', 1) for line in status)
+            if int(fields['SigCgt'], 16) & (1 << (signal.SIGTERM - 1)):
+                return
+            time.sleep(0.01)
+        raise AssertionError('the hang never set its signal handlers')
 
     def test_non_flush_hang_ignores_sigint(self):
         proc = self._hang('add-core')
@@ -44,4 +60,4 @@ class HangSignalTest(testtools.TestCase):
 
     def test_flush_hang_stops_on_sigint(self):
         proc = self._hang('flush-core')
-        self.assertNotEqual(0, proc.wait(timeout=5))
+        self.assertNotEqual(0, proc.wait(timeout=30))
