@@ -80,6 +80,18 @@ class Composed:
     unshared: tuple[int, ...] = ()
 
 
+@dataclasses.dataclass(frozen=True)
+class ShareStatus:
+    """A volume's cache share: asked for (its type) and had (the table)."""
+
+    asked: Optional[int]
+    has: Optional[int]
+
+    @property
+    def honoured(self) -> bool:
+        return self.asked == self.has
+
+
 def _percent(allocation: float) -> int:
     return int(round(allocation * 100))
 
@@ -226,3 +238,53 @@ def table_lock(cache_id: int, timeout: Optional[float] = None):
     return locks._lock('ioclass-%d' % cache_id,
                        'the IO-class table of cache instance %d' % cache_id,
                        timeout)
+
+
+class Keeper(object):
+    """Puts one core's share into its instance's table (attach, detach).
+
+    Every change is a read-modify-write of the whole table under
+    :func:`table_lock`, the lock the drain takes for its changes.
+    """
+
+    def __init__(self, casadm: casadm_mod.Casadm):
+        self.casadm = casadm
+
+    def place(self, cache_id: int, core_id: int, share: Optional[int],
+              new_core: bool) -> Optional[int]:
+        """Give core *core_id* its *share* (None: no class); its share now.
+
+        *new_core*: casadm just added it, so a class naming its id is an
+        earlier core's (dropped; a new core is never drained). Otherwise
+        (re-attach, a core the loader re-activated) a drain stays and only
+        remembers *share* for the undrain. Returns the share the core has
+        in the loaded table (None if drained, unshared or none asked).
+        """
+        with table_lock(cache_id):
+            current = self.casadm.list_io_classes(cache_id)
+            before = entries(current)
+            mine = [entry for entry in before if entry.core_id == core_id]
+            if not mine and share is None:
+                return None
+            if new_core and mine:
+                LOG.warning('Dropped the IO class (%s) an earlier core left '
+                            'for %s, just added with its id.',
+                            'drain' if mine[0].drained else 'share',
+                            labels.core(cache_id, core_id))
+                before = without_core(before, core_id)
+            wanted = with_entry(before, core_id, share, None,
+                                self._existing(cache_id))
+            composed = compose(wanted)
+            if composed.table != current:
+                self.casadm.load_io_classes(cache_id, composed.table)
+            warn_unshared(cache_id, composed)
+            return share_of(composed.table, core_id)
+
+    def _existing(self, cache_id: int) -> set[int]:
+        """Core ids of instance *cache_id* as casadm lists them now."""
+        return {core.core_id for cache in self.casadm.list_caches()
+                if cache.cache_id == cache_id for core in cache.cores}
+
+    def share_now(self, cache_id: int, core_id: int) -> Optional[int]:
+        """The share core *core_id* has in its instance's table now."""
+        return share_of(self.casadm.list_io_classes(cache_id), core_id)
