@@ -141,7 +141,14 @@ def refuse_cache_change_while_attached(volume: Any,
             'cannot retype attached volume %s from cache mode %s to %s: the '
             'compute host chose its cache at attach time. Detach it (which '
             'flushes the cache), retype, and attach it again.'
-            % (volume.id, old.mode or 'uncached', new.mode or 'uncached')))
+            % (volume.id, _described(old), _described(new))))
+
+
+def _described(spec: extra_specs.CacheSpec) -> str:
+    """A cache spec as a retype refusal names it (mode and share)."""
+    if spec.share is None:
+        return spec.mode or 'uncached'
+    return '%s with a %d%% share' % (spec.mode, spec.share)
 
 
 def refuse_attached_extend(volume: Any) -> None:

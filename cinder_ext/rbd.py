@@ -17,7 +17,8 @@ Configure a Ceph backend with::
     volume_driver = cinder_ext.rbd.CachedRBDDriver
 
 Everything else is cinder's own RBD driver. Volumes of a type with
-``cacheable='<is> True'`` get ``cacheable`` and ``cache_mode`` in their
+``cacheable='<is> True'`` get ``cacheable`` and ``cache_mode`` (and
+``cache_share`` when the type sets ``cas:cache_share``) in their
 connection_info (with the cluster's fsid, so the compute host can tell
 images of two clusters apart); the backend reports ``cacheable: True`` so
 the scheduler can place such volumes on it; other volumes are untouched.
@@ -57,6 +58,9 @@ class CachedRBDDriver(rbd.RBDDriver):
         # too and checks it against krbd's sysfs (cluster_fsid)
         data['data'].update(cacheable=True, cache_mode=spec.mode,
                             cluster_fsid=self._get_fsid())
+        if spec.share is not None:
+            # whole percent of the cache instance (cas:cache_share)
+            data['data']['cache_share'] = spec.share
         LOG.debug('Volume %(vol)s connects cached in mode %(mode)s',
                   {'vol': volume.id, 'mode': spec.mode})
         return data

@@ -21,7 +21,10 @@ os-brick cache-engine adapter. Its rules (design.md, "Safety rules"):
   lazy_startup=true while attached;
 * detach flushes a core whose instance can hold dirty data, under a time
   bound, and removes nothing when the flush fails or runs out of time;
-* a core that holds dirty data is never removed with force.
+* a core that holds dirty data is never removed with force;
+* a volume with a cache share gets its IO class at attach (and back at a
+  re-attach), and a removed core's class goes with it
+  (:mod:`os_brick_cas.io_class_table`).
 """
 
 import contextlib
@@ -38,6 +41,7 @@ from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import identity
+from os_brick_cas import io_class_table
 from os_brick_cas import labels
 from os_brick_cas import locks
 from os_brick_cas import modes
@@ -62,6 +66,8 @@ class CachedDevice:
     core_device: str
     #: this call made the exported device (added or re-activated the core)
     fresh: bool = False
+    #: the share (whole percent) the core's IO class has now, or None
+    share: Optional[int] = None
 
 
 class VolumeCache(object):
@@ -105,7 +111,8 @@ class VolumeCache(object):
                caches: Optional[list[casadm_mod.CacheInstance]] = None,
                spec: Optional[rbd_names.ImageSpec] = None,
                epoch: Optional[str] = None,
-               owner_epoch: Optional[str] = ownership.UNKNOWN
+               owner_epoch: Optional[str] = ownership.UNKNOWN,
+               share: Optional[int] = None
                ) -> Optional[CachedDevice]:
         """Cache *core_device* (a by-id link) in an instance for *requested*.
 
@@ -115,6 +122,7 @@ class VolumeCache(object):
         attachment that added it; a clean core of another attachment is
         removed and added fresh, a dirty one only continues if
         *owner_epoch* (the owner Cinder names) is its attachment.
+        *share* (whole percent) caps the core's part of its instance.
         Returns None when the fallback policy chose an uncached attach.
         """
         if caches is None:
@@ -130,8 +138,44 @@ class VolumeCache(object):
             if epoch is not None:
                 priv_devices.record_owner(core_device, epoch,
                                           cached.cache_id, cached.core_id)
+            return self._with_share(cached, volume, share, new_core=False)
+        cached = self._add(core_device, requested, volume, caches, spec,
+                           epoch)
+        if cached is None:
+            return None
+        return self._with_share(cached, volume, share, new_core=True)
+
+    def _with_share(self, cached: CachedDevice, volume: str,
+                    share: Optional[int], new_core: bool) -> CachedDevice:
+        """*cached* after its IO class was put in place (see Keeper.place).
+
+        A share is a cap on cache use, not data safety: a table that
+        cannot be loaded is logged and the volume stays attached uncapped
+        (a new core's inherited drain class, if any, only keeps its writes
+        synchronous to Ceph).
+        """
+        try:
+            now = io_class_table.Keeper(self.casadm).place(
+                cached.cache_id, cached.core_id, share, new_core)
+        except exception.CasError as exc:
+            LOG.warning('Volume %(vol)s: could not load the IO classes of '
+                        '%(core)s for its cache share %(share)s (%(err)s); '
+                        'it is cached without its cap. If "os-brick-cas '
+                        'status" shows it drained, run "os-brick-cas '
+                        'undrain" for it.',
+                        {'vol': volume, 'err': exc,
+                         'share': '-' if share is None else '%d%%' % share,
+                         'core': labels.core(cached.cache_id,
+                                             cached.core_id)})
             return cached
-        return self._add(core_device, requested, volume, caches, spec, epoch)
+        if share is not None and now != share:
+            LOG.warning('Volume %(vol)s asked for a %(share)d%% cache share '
+                        'and has %(now)s (drained, or the IO-class budget '
+                        'of instance %(cache)d is spent).',
+                        {'vol': volume, 'share': share, 'cache':
+                         cached.cache_id,
+                         'now': 'none' if now is None else '%d%%' % now})
+        return dataclasses.replace(cached, share=now)
 
     def _claim(self, core: casadm_mod.Core, volume: str,
                spec: Optional[rbd_names.ImageSpec],
@@ -214,29 +258,12 @@ class VolumeCache(object):
                     priv_devices.forget_core(cache_id, core.core_id,
                                              core_device)
                 raise
-        if mode.holds_dirty_data:
-            self._forget_inherited_class(core)
         core_tuning.tune_new_core(self.casadm, core, self.conf)
         LOG.info('Volume %(vol)s cached in instance %(cache)s (%(mode)s) as '
                  '%(path)s', {'vol': volume, 'cache': cache_id,
                               'mode': mode.value, 'path': core.exported})
         return CachedDevice(cache_id, core.core_id, mode, core.exported,
                             core_device, fresh=True)
-
-    def _forget_inherited_class(self, core: casadm_mod.Core) -> None:
-        """A new core must not inherit the drain class of its id.
-
-        Failing to check only keeps the new core's writes synchronous to
-        Ceph (no data at risk), so it is logged, not raised.
-        """
-        try:
-            drain_mod.DrainManager(self.casadm).forget_inherited(
-                core.cache_id, core.core_id)
-        except exception.CasError as exc:
-            LOG.warning('Could not check the IO classes for the new '
-                        '%(core)s (%(err)s); if "os-brick-cas status" shows '
-                        'it drained, run "os-brick-cas undrain" for it.',
-                        {'core': core.label, 'err': exc})
 
     def _require_persistent_cache(self, cache_id: int,
                                   mode: modes.CacheMode, volume: str) -> None:
@@ -332,12 +359,10 @@ class VolumeCache(object):
                         self.casadm.flush(core.cache_id, core.core_id,
                                           self._flush_timeout)
                 self.casadm.remove_core(core)
-            # removed, active or (clean) inactive: a drain class must not
-            # pass to the next core N
-            if mode.holds_dirty_data:
-                drain_mod.DrainManager(
-                    self.casadm).drop_class_of_removed_core(
-                        core.cache_id, core.core_id)
+            # removed, active or (clean) inactive: its class (drain or
+            # share, in any mode) must not pass to the next core N
+            drain_mod.DrainManager(self.casadm).drop_class_of_removed_core(
+                core.cache_id, core.core_id)
             if dirty or opencas_conf.read(self.opencas_conf_path).lists_core(
                     core.cache_id, core.core_id, core.device):
                 priv_devices.forget_core(core.cache_id, core.core_id,

@@ -42,6 +42,7 @@ from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import identity
+from os_brick_cas import io_class_table
 from os_brick_cas import lifecycle
 from os_brick_cas import locks
 from os_brick_cas import opencas_conf
@@ -250,7 +251,8 @@ class CachedRBDConnector(rbd.RBDConnector):
                 in_use=in_use is not None and in_use.active)
             cached = self.volume_cache.attach(
                 link, volume.mode, volume.label, caches=caches, spec=spec,
-                epoch=volume.epoch, owner_epoch=volume.owner_epoch)
+                epoch=volume.epoch, owner_epoch=volume.owner_epoch,
+                share=volume.share)
         except Exception:
             with excutils.save_and_reraise_exception():
                 LOG.error('Attaching volume %s failed; undoing what this '
@@ -264,8 +266,12 @@ class CachedRBDConnector(rbd.RBDConnector):
             # (an attach that found both the mapping and the core active
             # made no device, so there is nothing to wait for)
             self._settle_udev(volume, 'adding the core')
-        return {'type': 'block', 'path': cached.path,
-                'cache_mode': cached.mode.value}
+        result = {'type': 'block', 'path': cached.path,
+                  'cache_mode': cached.mode.value}
+        if volume.share is not None:
+            # the share the core has now: None when it got no class
+            result['cache_share'] = cached.share
+        return result
 
     def _rollback(self, volume: volume_mod.RBDVolume, props: dict[str, Any],
                   device: str, was_mapped: bool,
@@ -540,6 +546,19 @@ class CachedRBDConnector(rbd.RBDConnector):
             volume_mod.from_connection_properties(connection_properties))
         return core is not None and self._drains().is_drained(
             core.cache_id, core.core_id)
+
+    def cache_share(self, connection_properties: dict[str, Any]
+                    ) -> io_class_table.ShareStatus:
+        """The volume's cache share: asked for, and what its core has.
+
+        ``has`` is None while the core is drained, when the instance's
+        IO-class budget left it without a class, or with no core here.
+        """
+        volume = volume_mod.from_connection_properties(connection_properties)
+        _cache, core = self._located(volume)
+        has = (io_class_table.Keeper(self.volume_cache.casadm).share_now(
+            core.cache_id, core.core_id) if core is not None else None)
+        return io_class_table.ShareStatus(volume.share, has)
 
     def cached_epoch(self, connection_properties: dict[str, Any]
                      ) -> Optional[str]:

@@ -17,14 +17,15 @@ never maps cache lines, so in a write-back cache its writes go straight to
 the core. Drain = put ``core_id:eq:N&done`` into such a class, then flush
 core N (bounded). Undrain = take the class out again.
 
-This module is the one owner of an instance's IO-class table. The table
-is loaded whole on every change (casadm replaces it), composed from what
-the instance holds now: class 0, and one drain class per drained core that
-still exists. The table persists in cache metadata, so after a reboot the
-drained state is read back from it, and classes of cores that no longer
-exist are dropped at the next change.
+The table is composed by :mod:`os_brick_cas.io_class_table` (drains and
+per-volume shares together) and loaded whole on every change (casadm
+replaces it), from what the instance holds now: class 0, a class per
+shared core, a drain class per drained core that still exists. The table
+persists in cache metadata, so after a reboot the drained state is read
+back from it, and classes of cores that no longer exist are dropped at the
+next change.
 
-A drain class names a core *id*, and casadm hands a freed id to the next
+A class names a core *id*, and casadm hands a freed id to the next
 core it adds. So a class must never outlive its core: detach drops it, and
 because a core can also go without us (removed while inactive after a
 reboot, or by an operator), adding a core drops any class its new id
@@ -34,7 +35,6 @@ core re-activated after a reboot (try-add, same id and device) keeps its
 class.
 """
 
-import re
 from typing import Optional
 
 from oslo_config import cfg
@@ -44,6 +44,7 @@ from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import events
 from os_brick_cas import exception
+from os_brick_cas import io_class_table
 from os_brick_cas import labels
 from os_brick_cas import locks
 from os_brick_cas import opts
@@ -52,10 +53,9 @@ from os_brick_cas import releases
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
-UNCLASSIFIED = casadm_mod.IoClass(0, 'unclassified', 255, 1.0)
-_DRAIN_RULE = re.compile(r'core_id:eq:(?P<core>\d+)&done')
-#: class ids 1..32 are ours to hand out (0 is unclassified)
-_IDS = range(1, 33)
+UNCLASSIFIED = casadm_mod.IoClass(0, io_class_table.UNCLASSIFIED,
+                                  io_class_table.UNCLASSIFIED_PRIORITY, 1.0)
+_IDS = io_class_table.IDS
 #: before v24.9 a write of a disabled class invalidates only the written
 #: sectors (overlapping dirty lines stay) and per-core flush is not -F -j
 DRAIN_SINCE = (24, 9)
@@ -65,31 +65,25 @@ _CLI = 'CAS CLI Utility'
 _RUNNING = ('Running', 'Flushing')
 
 
-def drain_rule(core_id: int) -> str:
-    """The IO-class rule that matches core *core_id*'s requests."""
-    return 'core_id:eq:%d&done' % core_id
+drain_rule = io_class_table.core_rule
+table_lock = io_class_table.table_lock
 
 
 def drained_cores(table: list[casadm_mod.IoClass]) -> set[int]:
     """Core ids a table drains (their class has allocation 0)."""
-    found = set()
-    for io_class in table:
-        match = _DRAIN_RULE.fullmatch(io_class.name)
-        if match and io_class.allocation == 0:
-            found.add(int(match.group('core')))
-    return found
+    return {entry.core_id for entry in io_class_table.entries(table)
+            if entry.drained}
 
 
 def compose(drained: set[int]) -> list[casadm_mod.IoClass]:
-    """The whole table for an instance whose *drained* cores exist."""
-    if len(drained) > len(_IDS):
-        raise ValueError('more drained cores than IO class ids')
-    table = [UNCLASSIFIED]
-    for class_id, core_id in zip(_IDS, sorted(drained)):
-        # priority 0: evicted first, although it never maps lines anyway
-        table.append(casadm_mod.IoClass(class_id, drain_rule(core_id), 0,
-                                        0.0))
-    return table
+    """The whole table for an instance whose *drained* cores exist.
+
+    A table without shares; :func:`io_class_table.compose` composes one
+    with them.
+    """
+    return io_class_table.compose(
+        [io_class_table.Entry(core_id, None, True)
+         for core_id in sorted(drained)]).table
 
 
 def release_reason(casadm: casadm_mod.Casadm) -> Optional[str]:
@@ -165,19 +159,6 @@ def unsupported_reason(casadm: casadm_mod.Casadm,
     return budget_reason(cache, table)
 
 
-def table_lock(cache_id: int, timeout: Optional[float] = None):
-    """Serialise read-modify-write of one instance's IO-class table.
-
-    Held only around ``-C -L`` + ``-C -C``, never across a flush, so an
-    attach (which must drop an inherited class) never waits behind another
-    volume's flush the way it would on the instance lock. Order: instance
-    lock (if any) first, then this one.
-    """
-    return locks._lock('ioclass-%d' % cache_id,
-                       'the IO-class table of cache instance %d' % cache_id,
-                       timeout)
-
-
 class DrainManager(object):
     """Drain and undrain cores of an instance.
 
@@ -196,18 +177,19 @@ class DrainManager(object):
         current = self.casadm.list_io_classes(cache.cache_id)
         existing = {core.core_id for core in self._fresh(cache.cache_id)
                     .cores}
-        wanted = drained_cores(current) & existing
-        if drained:
-            wanted.add(core_id)
-        else:
-            wanted.discard(core_id)
-        table = compose(wanted) if len(wanted) <= len(_IDS) else None
-        if table is None:
+        before = io_class_table.entries(current)
+        share = next((entry.share for entry in before
+                      if entry.core_id == core_id), None)
+        wanted = io_class_table.with_entry(before, core_id, share, drained,
+                                           existing)
+        if sum(entry.drained for entry in wanted) > len(_IDS):
             raise exception.IoClassBudgetSpent(core=core_id,
                                                cache_id=cache.cache_id)
-        if table == current:
+        composed = io_class_table.compose(wanted)
+        if composed.table == current:
             return False
-        self.casadm.load_io_classes(cache.cache_id, table)
+        self.casadm.load_io_classes(cache.cache_id, composed.table)
+        io_class_table.warn_unshared(cache.cache_id, composed)
         return True
 
     def drain(self, cache: casadm_mod.CacheInstance, core: casadm_mod.Core,
@@ -264,21 +246,22 @@ class DrainManager(object):
 
     def drop_class_of_removed_core(self, cache_id: int, core_id: int
                                    ) -> None:
-        """After core *core_id* was removed: drop its drain class.
+        """After core *core_id* was removed: drop its class (drain, share).
 
         Otherwise the next core given that id would inherit it.
         """
         self._drop(cache_id, core_id)
 
     def _drop(self, cache_id: int, core_id: int) -> bool:
-        """Drop core *core_id*'s drain class if any; True if there was one."""
+        """Drop core *core_id*'s class if any; True if there was one."""
         with table_lock(cache_id):
             current = self.casadm.list_io_classes(cache_id)
-            drained = drained_cores(current)
-            if core_id not in drained:
+            before = io_class_table.entries(current)
+            after = io_class_table.without_core(before, core_id)
+            if after == before:
                 return False
-            self.casadm.load_io_classes(cache_id,
-                                        compose(drained - {core_id}))
+            self.casadm.load_io_classes(
+                cache_id, io_class_table.compose(after).table)
             return True
 
     def forget_inherited(self, cache_id: int, core_id: int) -> None:

@@ -204,6 +204,11 @@ def io_class_id(value: object) -> int:
     return _bounded_int('IO class id', value, 0, 32)
 
 
+def cache_share(value: object) -> int:
+    """A volume's share of its cache instance, in whole percent (1..100)."""
+    return _bounded_int('cache share', value, 1, 100)
+
+
 def io_class_priority(value: object) -> int:
     """An IO class eviction priority (0..255)."""
     return _bounded_int('IO class priority', value, 0, 255)

@@ -42,6 +42,9 @@ class RBDVolume:
     #: data on this host (``cas_owner_epoch``): '' if none here, None if
     #: the caller does not know (no ownership checks then)
     owner_epoch: Optional[str] = None
+    #: the volume's cap in whole percent of its cache instance
+    #: (``cache_share``, from the type's ``cas:cache_share``), or None
+    share: Optional[int] = None
 
     @property
     def label(self) -> str:
@@ -122,6 +125,13 @@ def from_connection_properties(props: Any) -> RBDVolume:
         except exception.InvalidInput as exc:
             raise exception.InvalidConnectionInfo(volume=volume_id,
                                                   reason=str(exc))
+    share = props.get('cache_share')
+    if share is not None:
+        try:
+            share = validation.cache_share(share)
+        except exception.InvalidInput as exc:
+            raise exception.InvalidConnectionInfo(volume=volume_id,
+                                                  reason=str(exc))
     epoch = props.get('cas_epoch')
     owner_epoch = props.get('cas_owner_epoch')
     try:
@@ -134,4 +144,5 @@ def from_connection_properties(props: Any) -> RBDVolume:
                                               reason=str(exc))
     return RBDVolume(pool=pool, image=image, cacheable=cacheable, mode=mode,
                      volume_id=volume_id, namespace=namespace,
-                     cluster_fsid=fsid, epoch=epoch, owner_epoch=owner_epoch)
+                     cluster_fsid=fsid, epoch=epoch, owner_epoch=owner_epoch,
+                     share=share if cacheable else None)

@@ -65,7 +65,7 @@ class TypesValidation(wsgi.Controller):
 
 
 class TypeValidation(extensions.ExtensionDescriptor):
-    """Validate os-brick-cas extra specs (cacheable, cas:cache_mode)."""
+    """Validate os-brick-cas extra specs (cacheable, cas:cache_*)."""
 
     name = 'OsBrickCasTypeValidation'
     alias = 'os-brick-cas-type-validation'

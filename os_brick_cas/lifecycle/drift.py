@@ -22,8 +22,8 @@ import os
 from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
-from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
+from os_brick_cas import io_class_table
 from os_brick_cas.lifecycle import host
 from os_brick_cas.lifecycle import journal
 from os_brick_cas.lifecycle import states
@@ -139,8 +139,7 @@ def _cache_drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder],
     """drift() of one cache instance whose IO-class table was read."""
     found = []
     table = tables[cache.cache_id]
-    drained = drain_mod.drained_cores(table)
-    if len(drained) > 32 or table != drain_mod.compose(drained):
+    if not io_class_table.is_composed(table):
         found.append(Drift(
             'cache instance %d' % cache.cache_id,
             'its IO-class table is not the one os-brick-cas composes '
@@ -151,10 +150,15 @@ def _cache_drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder],
             'the table is composed again from this host\'s state',
             'table'))
     existing = {core.core_id for core in cache.cores}
-    for core_id in sorted(drained - existing):
+    for entry in sorted(io_class_table.entries(table),
+                        key=lambda entry: entry.core_id):
+        if entry.core_id in existing:
+            continue
+        core_id = entry.core_id
         found.append(Drift(
             'cache instance %d' % cache.cache_id,
-            'drain class of core %d, which does not exist' % core_id,
+            '%s class of core %d, which does not exist'
+            % ('drain' if entry.drained else 'share', core_id),
             'harmless until a core gets id %d; the next attach drops it'
             % core_id, 'gone-class'))
     for core in cache.cores:

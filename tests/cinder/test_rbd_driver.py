@@ -111,6 +111,35 @@ class CachedRBDDriverTestCase(DriverTestBase):
             self.volume(specs()), {'host': 'cmp1'})
         self.assertEqual('wt', info['data']['cache_mode'])
 
+    def test_connection_info_carries_the_share(self):
+        shared = self.driver.initialize_connection(
+            self.volume(specs('wb', **{'cas:cache_share': '25%'})),
+            {'host': 'cmp1'})
+        plain = self.driver.initialize_connection(
+            self.volume(specs('wb')), {'host': 'cmp1'})
+        self.assertEqual(25, shared['data']['cache_share'])
+        self.assertNotIn('cache_share', plain['data'])
+
+    def test_invalid_share_refused_at_connection(self):
+        volume = self.volume(specs('pt', **{'cas:cache_share': '10'}))
+        exc = self.assertRaises(exception.InvalidVolumeType,
+                                self.driver.initialize_connection, volume,
+                                {'host': 'cmp1'})
+        self.assertIn("'cas:cache_share' needs a caching mode", str(exc))
+
+    def test_share_change_refused_while_attached(self):
+        volume = self.volume(specs('wb', **{'cas:cache_share': '10'}),
+                             status='in-use')
+        new_type = fake_volume.fake_volume_type_obj(
+            self.context, extra_specs=specs('wb', **{'cas:cache_share': '20'}))
+        with mock.patch.object(cinder_rbd.RBDDriver, 'retype') as retype:
+            exc = self.assertRaises(exception.InvalidVolume,
+                                    self.driver.retype, self.context,
+                                    volume, new_type, {}, None)
+            retype.assert_not_called()
+        self.assertIn('from cache mode wb with a 10% share to wb with a 20% '
+                      'share', str(exc))
+
     def test_uncached_connection_info_unchanged(self):
         volume = self.volume({})
         ours = self.driver.initialize_connection(volume, {'host': 'cmp1'})

@@ -28,7 +28,10 @@ I2  no host other than the owner writes the volume's cached data to
     Ceph (this host's dirty count never falls while another owns it);
 I3  at the end, after a restart and the periodic release with Cinder up,
     every volume caches again, or says why not;
-I4  after detaching, nothing is left behind.
+I4  after detaching, nothing is left behind;
+I5  each instance's IO-class table is one os-brick-cas composes, and each
+    volume's core has its cache share (``cas:cache_share``): as a capped
+    class while it caches, remembered in its drain class while drained.
 
 CI runs a fixed seed and a bounded number of examples; ``tox -e
 stateful-long`` (OS_BRICK_CAS_STATEFUL_EXAMPLES, a random seed) runs more.
@@ -54,6 +57,7 @@ from os_brick_cas import casadm
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import fence
+from os_brick_cas import io_class_table
 from os_brick_cas import lifecycle
 from os_brick_cas.simulator import state as sim_state
 from os_brick_cas import volume as volume_mod
@@ -63,6 +67,8 @@ from tests.functional import fake_cinder
 HOST = 'compute-a'
 OTHER = 'compute-b'
 VOLUMES = 2
+#: each volume's cache share (whole percent of the wb instance)
+SHARES = (30, 20)
 #: steps hypothesis may crash the process at
 CRASH_POINTS = ('drain:journaled', 'drain:flushed', 'drain:telling',
                 'drain:told', 'undrain:journaled', 'undrain:told',
@@ -101,14 +107,15 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             self.casadm = casadm.Casadm()
             self.credentials = True
             self.volumes = []
-            for _ in range(VOLUMES):
+            for index in range(VOLUMES):
                 # by-id links live in the machine's one /dev/disk/by-id:
                 # names no other run (another worktree's) uses
                 volume_id = str(uuid.uuid4())
                 name = 'volume-' + volume_id
                 epoch = 'att-' + volume_id[:8]
                 props = test.props(test.image(name), 'wb',
-                                   volume_id=volume_id, cas_epoch=epoch)
+                                   volume_id=volume_id, cas_epoch=epoch,
+                                   cache_share=SHARES[index])
                 test.connector.connect_volume(props)
                 # what nova's connect does: this host owns the volume
                 self.cinder.markers[volume_id] = {
@@ -336,6 +343,26 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                                 owner.host))
             self._dirty = now
             assert test.host.state()['dropped_dirty_blocks'] == 0
+
+        @stateful.invariant()
+        def i5_each_core_has_its_share(self):
+            tables = {}
+            for index in range(VOLUMES):
+                core = self.core(index)
+                if core is None:
+                    continue
+                if core.cache_id not in tables:
+                    tables[core.cache_id] = self.casadm.list_io_classes(
+                        core.cache_id)
+                    assert io_class_table.is_composed(
+                        tables[core.cache_id]), tables[core.cache_id]
+                entries = {entry.core_id: entry for entry in
+                           io_class_table.entries(tables[core.cache_id])}
+                entry = entries.get(core.core_id)
+                assert entry is not None and entry.share == SHARES[index], (
+                    'I5: volume %d (%s) should have a %d%% share, its '
+                    'table gives %s' % (index, core.label, SHARES[index],
+                                        entry))
 
         def teardown(self):
             lifecycle.step_hook = None

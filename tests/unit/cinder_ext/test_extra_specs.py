@@ -54,3 +54,48 @@ class ValidateTestCase(testtools.TestCase):
     def test_rejected_with_key_and_allowed_values(self, given, message):
         exc = self.assertRaises(specs.ExtraSpecError, specs.validate, given)
         self.assertIn(message, str(exc))
+
+
+@ddt.ddt
+class ShareTestCase(testtools.TestCase):
+    """cas:cache_share: a whole percent of the cache instance, 1..100."""
+
+    @ddt.data(('1', 1), ('25', 25), ('25%', 25), (' 40 % ', 40),
+              ('100', 100))
+    @ddt.unpack
+    def test_accepted_forms(self, raw, percent):
+        spec = specs.validate({'cacheable': '<is> True',
+                               'cas:cache_mode': 'wb',
+                               'cas:cache_share': raw})
+        self.assertEqual(specs.CacheSpec(True, 'wb', percent), spec)
+
+    def test_default_mode_takes_a_share(self):
+        self.assertEqual(specs.CacheSpec(True, 'wt', 10), specs.validate(
+            {'cacheable': '<is> True', 'cas:cache_share': '10'}))
+
+    def test_unset_is_none(self):
+        self.assertIsNone(specs.validate({'cacheable': '<is> True'}).share)
+
+    @ddt.data('0', '101', '0.25', '1.0', '-5', 'half', '', '%', '\u0663')
+    def test_unknown_form_or_out_of_range(self, raw):
+        exc = self.assertRaises(specs.ExtraSpecError, specs.validate,
+                                {'cacheable': '<is> True',
+                                 'cas:cache_share': raw})
+        self.assertIn("'cas:cache_share' is %r; allowed values are whole "
+                      "percents of the cache instance from 1 to 100" % raw,
+                      str(exc))
+
+    @ddt.data({}, {'cacheable': '<is> False'})
+    def test_without_a_cache_refused(self, base):
+        exc = self.assertRaises(specs.ExtraSpecError, specs.validate,
+                                dict(base, **{'cas:cache_share': '10'}))
+        self.assertIn("'cas:cache_share' needs 'cacheable' set to "
+                      "'<is> True'", str(exc))
+
+    def test_pass_through_refused(self):
+        exc = self.assertRaises(specs.ExtraSpecError, specs.validate,
+                                {'cacheable': '<is> True',
+                                 'cas:cache_mode': 'pt',
+                                 'cas:cache_share': '10'})
+        self.assertIn("needs a caching mode: 'cas:cache_mode' is 'pt'",
+                      str(exc))

@@ -52,6 +52,11 @@ class EngineTestCase(base.TestCase):
     def test_cache_manager_drives_attach_and_detach(self):
         self.fake.reply('--add-core', (
             0, 'Successfully added core 4 to cache instance 1\n', ''))
+        # every attach and detach reads the IO-class table (cache shares,
+        # a class an earlier core 4 left): the default one here
+        self.fake.reply('--io-class --list', (
+            0, 'IO class id,IO class name,Eviction priority,Allocation\n'
+               '0,unclassified,255,1.00\n', ''))
         manager = self.manager()
         self.assertEqual('/dev/cas1-4', manager.attach_volume())
         self.assertEqual([['--add-core', '--cache-id', '1', '--core-device',
@@ -65,6 +70,7 @@ class EngineTestCase(base.TestCase):
         self.assertEqual(LINK, detach.detach_volume())
         self.assertEqual([['--remove-core', '--cache-id', '1', '--core-id',
                            '4']], self.fake.argv_of('--remove-core'))
+        self.assertEqual([], self.fake.argv_of('--load-config'))
 
     def test_not_ready_without_module(self):
         self.fake.reply('--version', (1, 'Is the kernel module loaded?\n',

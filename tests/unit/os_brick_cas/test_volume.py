@@ -41,6 +41,24 @@ class ConnectionPropertiesTestCase(base.TestCase):
         self.assertFalse(vol.cacheable)
         self.assertIsNone(vol.mode)
 
+    def test_cache_share(self):
+        vol = volume.from_connection_properties(
+            {'name': 'volumes/v', 'cacheable': True, 'cache_share': 25})
+        self.assertEqual(25, vol.share)
+        self.assertIsNone(volume.from_connection_properties(
+            {'name': 'volumes/v', 'cacheable': True}).share)
+        # an uncached volume has no cache to share
+        self.assertIsNone(volume.from_connection_properties(
+            {'name': 'volumes/v', 'cache_share': 25}).share)
+
+    @ddt.data(0, 101, '25', 0.25, True)
+    def test_malformed_cache_share(self, share):
+        exc = self.assertRaises(exception.InvalidConnectionInfo,
+                                volume.from_connection_properties,
+                                {'name': 'volumes/v', 'cacheable': True,
+                                 'cache_share': share})
+        self.assertIn('cache share', str(exc))
+
     @ddt.data(
         None, [], {},
         {'name': 'volumes'},

@@ -1,0 +1,290 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""An instance's IO-class table: the one place that composes it.
+
+casadm replaces the whole table on every load, so every change (a drain,
+an undrain, a shared volume's attach or detach) composes the whole table
+with :func:`compose` from what each core should have, an :class:`Entry`:
+
+* a *share* (``cas:cache_share``): class ``core_id:eq:N&done`` with
+  allocation = the share and an empty (pinned) eviction priority, so other
+  classes never evict its lines while it is within its cap;
+* *drained* (:mod:`os_brick_cas.drain`): the same rule at allocation 0.
+  Drain wins over a share; the drained class keeps the share in its
+  eviction priority (meaningless for a class that never maps a line), so
+  undrain restores it from the table alone, also after a reboot (the
+  table persists in cache metadata).
+
+Class 0 (``unclassified``: every core without a class) gets what the
+shares leave, so the caps of all classes sum to at most 100% and no
+class can grow into another's share (Open CAS's hard isolation).
+
+The budget: ids 1..32. A drain always gets a class; shares get theirs
+oldest first (the order of the entries, i.e. of the classes in the
+table, a new entry last) while ids and percent remain, and a share that
+does not fit gets none (the core is then in class 0, uncapped): the
+newest shares lose theirs first. :attr:`Composed.unshared` names them.
+"""
+
+import dataclasses
+import re
+from typing import Iterable, Optional, Sequence
+
+from oslo_log import log as logging
+
+from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import labels
+from os_brick_cas import locks
+
+LOG = logging.getLogger(__name__)
+
+UNCLASSIFIED = 'unclassified'
+#: class 0's eviction priority (Open CAS's default)
+UNCLASSIFIED_PRIORITY = 255
+#: class ids 1..32 are ours to hand out (0 is unclassified)
+IDS = range(1, 33)
+_CORE_RULE = re.compile(r'core_id:eq:(?P<core>\d+)&done')
+
+
+def core_rule(core_id: int) -> str:
+    """The IO-class rule that matches core *core_id*'s requests."""
+    return 'core_id:eq:%d&done' % core_id
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """What one core should have in its instance's table."""
+
+    core_id: int
+    #: whole percent of the instance (1..100), or None
+    share: Optional[int] = None
+    drained: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Composed:
+    """A whole table, and the shares that got no class in it."""
+
+    table: list[casadm_mod.IoClass]
+    #: cores whose share did not fit the budget, newest first
+    unshared: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareStatus:
+    """A volume's cache share: asked for (its type) and had (the table)."""
+
+    asked: Optional[int]
+    has: Optional[int]
+
+    @property
+    def honoured(self) -> bool:
+        return self.asked == self.has
+
+
+def _percent(allocation: float) -> int:
+    return int(round(allocation * 100))
+
+
+def entries(table: Iterable[casadm_mod.IoClass]) -> list[Entry]:
+    """What a table gives each core, in class-id order (oldest first).
+
+    Rules other than ``core_id:eq:N&done`` are not ours and are left out
+    (the next load drops them).
+    """
+    found = []
+    for io_class in sorted(table, key=lambda c: c.class_id):
+        match = _CORE_RULE.fullmatch(io_class.name)
+        if not match or io_class.class_id == 0:
+            continue
+        core_id = int(match.group('core'))
+        if io_class.allocation == 0:
+            remembered = io_class.priority
+            share = remembered if remembered and remembered <= 100 else None
+            found.append(Entry(core_id, share, True))
+        else:
+            found.append(Entry(core_id, _percent(io_class.allocation)))
+    return found
+
+
+def compose(wanted: Sequence[Entry]) -> Composed:
+    """The whole table for *wanted* (oldest first; one entry per core).
+
+    Raises ValueError for more drained cores than class ids (a drain
+    refuses before that: :func:`os_brick_cas.drain.budget_reason`).
+    """
+    drained = [entry for entry in wanted if entry.drained]
+    if len(drained) > len(IDS):
+        raise ValueError('more drained cores than IO class ids')
+    free_ids = len(IDS) - len(drained)
+    left = 100
+    granted = []
+    unshared = []
+    for entry in wanted:
+        if entry.drained:
+            granted.append(entry)
+        elif entry.share is not None:
+            if free_ids and entry.share <= left:
+                granted.append(entry)
+                free_ids -= 1
+                left -= entry.share
+            else:
+                unshared.append(entry.core_id)
+    table = [casadm_mod.IoClass(0, UNCLASSIFIED, UNCLASSIFIED_PRIORITY,
+                                left / 100)]
+    for class_id, entry in zip(IDS, granted):
+        table.append(_io_class(class_id, entry))
+    return Composed(table, tuple(reversed(unshared)))
+
+
+def _io_class(class_id: int, entry: Entry) -> casadm_mod.IoClass:
+    rule = core_rule(entry.core_id)
+    if entry.drained:
+        # never maps a line: its priority only remembers the share
+        return casadm_mod.IoClass(class_id, rule, entry.share or 0, 0.0)
+    # pinned: evicted only when over its own cap
+    return casadm_mod.IoClass(class_id, rule, None, entry.share / 100)
+
+
+def with_entry(current: Sequence[Entry], core_id: int,
+               share: Optional[int] = None,
+               drained: Optional[bool] = None,
+               existing: Optional[Iterable[int]] = None) -> list[Entry]:
+    """*current* with core *core_id*'s entry changed.
+
+    *share* and *drained* replace what the entry had (``drained`` None:
+    kept as it is, False for a core without an entry); the core keeps its
+    place, or a new one goes last. An entry with neither a share nor a
+    drain is dropped. With *existing*, entries of other cores not in it
+    (removed cores) are dropped too.
+    """
+    alive = None if existing is None else set(existing)
+    out = []
+    found = None
+    for entry in current:
+        if entry.core_id == core_id:
+            found = entry
+            out.append(None)
+        elif alive is None or entry.core_id in alive:
+            out.append(entry)
+    if drained is None:
+        drained = bool(found and found.drained)
+    new = Entry(core_id, share, drained)
+    keep = new.drained or new.share is not None
+    if found is None:
+        out.append(new if keep else None)
+    else:
+        out = [(new if keep else None) if entry is None else entry
+               for entry in out]
+    return [entry for entry in out if entry is not None]
+
+
+def without_core(current: Sequence[Entry], core_id: int) -> list[Entry]:
+    """*current* without core *core_id*'s entry."""
+    return [entry for entry in current if entry.core_id != core_id]
+
+
+def share_of(table: Iterable[casadm_mod.IoClass], core_id: int
+             ) -> Optional[int]:
+    """The share core *core_id* has in *table* now (None if none).
+
+    A drained core's share is remembered, but it has none while drained.
+    """
+    for entry in entries(table):
+        if entry.core_id == core_id and not entry.drained:
+            return entry.share
+    return None
+
+
+def is_composed(table: list[casadm_mod.IoClass]) -> bool:
+    """Whether *table* is one :func:`compose` makes (not loaded by hand)."""
+    wanted = entries(table)
+    if len(wanted) > len(IDS) or len({e.core_id for e in wanted}) != len(
+            wanted):
+        return False
+    return compose(wanted).table == table
+
+
+def warn_unshared(cache_id: int, composed: Composed) -> None:
+    """Log, at WARNING, each share the budget left without a class."""
+    for core_id in composed.unshared:
+        LOG.warning('%(core)s gets no IO class for its cache share: cache '
+                    'instance %(cache)d has no class id or percent left '
+                    '(32 classes; the shares sum to at most 100%%). It is '
+                    'cached uncapped in class 0 until a class is freed and '
+                    'the volume is attached again.',
+                    {'core': labels.core(cache_id, core_id),
+                     'cache': cache_id})
+
+
+def table_lock(cache_id: int, timeout: Optional[float] = None):
+    """Serialise read-modify-write of one instance's IO-class table.
+
+    Held only around ``-C -L`` + ``-C -C``, never across a flush, so an
+    attach (which must drop an inherited class) never waits behind another
+    volume's flush the way it would on the instance lock. Order: instance
+    lock (if any) first, then this one.
+    """
+    return locks._lock('ioclass-%d' % cache_id,
+                       'the IO-class table of cache instance %d' % cache_id,
+                       timeout)
+
+
+class Keeper(object):
+    """Puts one core's share into its instance's table (attach, detach).
+
+    Every change is a read-modify-write of the whole table under
+    :func:`table_lock`, the lock the drain takes for its changes.
+    """
+
+    def __init__(self, casadm: casadm_mod.Casadm):
+        self.casadm = casadm
+
+    def place(self, cache_id: int, core_id: int, share: Optional[int],
+              new_core: bool) -> Optional[int]:
+        """Give core *core_id* its *share* (None: no class); its share now.
+
+        *new_core*: casadm just added it, so a class naming its id is an
+        earlier core's (dropped; a new core is never drained). Otherwise
+        (re-attach, a core the loader re-activated) a drain stays and only
+        remembers *share* for the undrain. Returns the share the core has
+        in the loaded table (None if drained, unshared or none asked).
+        """
+        with table_lock(cache_id):
+            current = self.casadm.list_io_classes(cache_id)
+            before = entries(current)
+            mine = [entry for entry in before if entry.core_id == core_id]
+            if not mine and share is None:
+                return None
+            if new_core and mine:
+                LOG.warning('Dropped the IO class (%s) an earlier core left '
+                            'for %s, just added with its id.',
+                            'drain' if mine[0].drained else 'share',
+                            labels.core(cache_id, core_id))
+                before = without_core(before, core_id)
+            wanted = with_entry(before, core_id, share, None,
+                                self._existing(cache_id))
+            composed = compose(wanted)
+            if composed.table != current:
+                self.casadm.load_io_classes(cache_id, composed.table)
+            warn_unshared(cache_id, composed)
+            return share_of(composed.table, core_id)
+
+    def _existing(self, cache_id: int) -> set[int]:
+        """Core ids of instance *cache_id* as casadm lists them now."""
+        return {core.core_id for cache in self.casadm.list_caches()
+                if cache.cache_id == cache_id for core in cache.cores}
+
+    def share_now(self, cache_id: int, core_id: int) -> Optional[int]:
+        """The share core *core_id* has in its instance's table now."""
+        return share_of(self.casadm.list_io_classes(cache_id), core_id)
