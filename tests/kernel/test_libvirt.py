@@ -25,6 +25,7 @@ RESULTS/libvirt-figures.txt.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,7 @@ import fixtures
 from os_brick_cas import casadm
 from os_brick_cas.cmd import status as status_cmd
 from os_brick_cas import opts
+from os_brick_cas import rbd_names
 from os_brick_cas import report
 from tests.kernel import base
 from tests.kernel import libvirt_host
@@ -183,6 +185,7 @@ class LibvirtTierBase(base.KernelTestCase):
         self.domain.define_and_start(WORKDIR)
         # runs before reset_host (registered first): QEMU lets go first
         self.addCleanup(self.domain.remove)
+        self.addCleanup(self.keep_domain_log)
 
     # -- helpers -------------------------------------------------------------
     def connection_info(self, image: str, mode: str) -> dict[str, Any]:
@@ -238,9 +241,18 @@ class LibvirtTierBase(base.KernelTestCase):
                          [flag & libvirt_host.O_DIRECT for flag in flags])
 
     def core_of(self, image: str):
+        """The one core on the host, which must be *image*'s."""
         [core] = self.cores()
-        self.assertIn(image, core.device)
+        # casadm -b shows the by-id link the product named (escaped parts)
+        spec = rbd_names.parse_link_name(os.path.basename(core.device))
+        self.assertEqual(image, spec.image if spec else core.device)
         return core
+
+    def keep_domain_log(self) -> None:
+        """The domain's log (qemu-io's reports) into the results."""
+        if base.RESULTS and os.path.exists(self.domain.log_path):
+            shutil.copy(self.domain.log_path, os.path.join(
+                base.RESULTS, '%s-qemu.log' % self._testMethodName))
 
 
 class CachedDiskTestCase(LibvirtTierBase):
