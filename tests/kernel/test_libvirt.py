@@ -160,13 +160,6 @@ class LibvirtTierBase(base.KernelTestCase):
     def setUp(self) -> None:
         global _NOVA
         super().setUp()
-        if os.environ.get('OS_BRICK_CAS_KERNEL_BY_NAME') != '1':
-            # not in CI's default run until it has passed in the guest once
-            # (issue 34 stays open): it was written and its libvirt and nova
-            # parts checked on the host, but no guest run finished
-            self.skipTest('the libvirt tier runs only by name until it has '
-                          'passed in the guest: tools/run-kernel-tests.sh '
-                          'test_libvirt')
         # every wait below is bounded; this bounds the whole test too, so
         # a hung hypervisor cannot take the rest of the tier's time
         self.useFixture(fixtures.Timeout(900, gentle=True))
