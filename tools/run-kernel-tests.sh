@@ -121,7 +121,7 @@ fi
 mkdir -p "$results" && results=$(realpath "$results")
 rm -f "$results/rc" "$results/reason"
 # the guest cannot write the checkout: compile the bytecode it imports
-"$venv/bin/python" -m compileall -q os_brick_cas tests tools/kernel \
+"$venv/bin/python" -m compileall -q os_brick_cas nova_ext tests tools/kernel \
     benchmarks >/dev/null 2>&1 || true
 
 accel=(--disable-kvm)

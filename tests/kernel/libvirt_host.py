@@ -118,7 +118,7 @@ class Libvirtd:
         started = time.monotonic()
         log = open(self.log_path, 'a')
         self.process = subprocess.Popen(
-            ['libvirtd', '--verbose'],
+            ['libvirtd'],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = started + timeout
@@ -126,9 +126,11 @@ class Libvirtd:
             if self.process.poll() is not None:
                 raise RuntimeError('libvirtd exited (%d); see %s' % (
                     self.process.returncode, self.log_path))
-            # the first call waits for the QEMU capabilities probe
-            if not run('virsh', '-c', URI, 'domcapabilities',
-                       '--virttype', 'qemu', timeout=timeout).returncode:
+            # the first call waits for the capabilities probe of every
+            # emulator (x86_64 and i386, as nova's init_host asks for the
+            # host's capabilities): all of them reach the cache below
+            if not run('virsh', '-c', URI, 'capabilities',
+                       timeout=timeout).returncode:
                 break
             time.sleep(0.5)
         else:
