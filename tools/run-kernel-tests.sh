@@ -194,6 +194,22 @@ if [ ! -f "$results/rc" ]; then
 fi
 [ -f "$results/reason" ] && fail "guest set-up: $(cat "$results/reason")"
 rc=$(cat "$results/rc")
+if { [ "$mode" = tests ] || [ "$mode" = provision ]; } &&
+        [ -s "$results/kernel.subunit" ]; then
+    # the guest wrote the stream; its verdict is taken here
+    "$venv/bin/stestr" --repo-url "$results" init >/dev/null 2>&1
+    "$venv/bin/stestr" --repo-url "$results" load < "$results/kernel.subunit"
+    # stestr load's status does not tell failures: count them
+    "$venv/bin/subunit-stats" < "$results/kernel.subunit" > "$results/stats.txt"
+    stats_rc=$?
+    cat "$results/stats.txt"
+    grep -q '^Passed tests: *[1-9]' "$results/stats.txt" || stats_rc=1
+    if [ $stats_rc -ne 0 ]; then
+        "$venv/bin/stestr" --repo-url "$results" failing \
+            > "$results/failing.txt" 2>&1
+        rc=1
+    fi
+fi
 if [ "${OS_BRICK_CAS_KERNEL_RECORD:-0}" = 1 ] && [ -d "$results/golden" ]; then
     line=$(basename "$tarball" .tar.xz | sed 's/^open-cas-linux-//')
     mkdir -p "tests/data/real-casadm/$line"

@@ -148,15 +148,10 @@ case "$mode" in
         fi
         (cd "$checkout" && "$venv/bin/python" -m subunit.run "${tests[@]}") \
             > "$results/kernel.subunit"
-        "$venv/bin/stestr" init >/dev/null 2>&1
-        "$venv/bin/stestr" load < "$results/kernel.subunit"
-        # stestr load's status does not tell failures: count them
-        "$venv/bin/subunit-stats" < "$results/kernel.subunit" \
-            > "$results/stats.txt"
-        rc=$?
-        cat "$results/stats.txt"
-        grep -q '^Passed tests: *[1-9]' "$results/stats.txt" || rc=1
-        [ $rc -eq 0 ] || "$venv/bin/stestr" failing > "$results/failing.txt" 2>&1
+        # the verdict (stestr load, subunit-stats) is taken on the host
+        # from kernel.subunit: here those Python start-ups took ~100 s
+        rc=0
+        [ -s "$results/kernel.subunit" ] || rc=1
         ;;
     bench)
         step "running benchmarks/kernel.py run $*"
