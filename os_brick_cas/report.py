@@ -253,7 +253,12 @@ def names_volume(core_device: str, volume: str) -> bool:
     identity instead
     (:meth:`os_brick_cas.connector.CachedRBDConnector._core_of`).
     """
-    return bool(volume) and volume in rbd_image_of(core_device)
+    return _is_named(volume, *rbd_image_of(core_device))
+
+
+def _is_named(volume: str, rbd_image: Optional[str],
+              volume_id: Optional[str]) -> bool:
+    return bool(volume) and volume in (rbd_image, volume_id)
 
 
 def find_volume_core(reports: list[CacheReport],
@@ -261,6 +266,7 @@ def find_volume_core(reports: list[CacheReport],
     """The core of *volume* (Cinder volume id or pool/image), if cached."""
     for cache in reports:
         for core in cache.cores:
-            if names_volume(core.core_device, volume):
+            # the report parsed each core's link once already
+            if _is_named(volume, core.rbd_image, core.volume_id):
                 return core
     return None

@@ -171,17 +171,16 @@ declare -A absent
 # run: pip is one process on one core, about 2 min per virtualenv, and the
 # suites before the kernel's leave time on the other core. Each
 # release-* suite waits for it, then installs this package itself.
-RELEASES=()
+declare -A RELEASES=()
 for name in "${SUITES[@]}"; do
     case $name in
-        release-*) present "$name" && RELEASES+=("${name##*-}") ;;
+        release-*) present "$name" && RELEASES[${name##*-}]=1 ;;
     esac
 done
-mapfile -t RELEASES < <(printf '%s\n' "${RELEASES[@]:-}" | awk 'NF && !seen[$0]++')
 prepare_pid=
 if [ ${#RELEASES[@]} -gt 0 ]; then
     (
-        for release in "${RELEASES[@]}"; do
+        for release in "${!RELEASES[@]}"; do
             VENV=.venv-$release \
                 UPPER_CONSTRAINTS_FILE="tools/upper-constraints-$release.txt" \
                 nice -n 10 tools/setup-env.sh --deps-only ||

@@ -117,8 +117,6 @@ fi
 rc=0
 case "$mode" in
     tests|provision)
-        mkdir -p /tmp/stestr || die "no /tmp"
-        cd /tmp/stestr || die "no /tmp/stestr"
         # one process (imports over 9p under TCG are slow: stestr's
         # separate listing run would double them); ARGS: test ids or
         # modules (default: discover tests/kernel)
