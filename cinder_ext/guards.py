@@ -128,14 +128,41 @@ def refuse_if_marked(volume: Any, operation: str,
             'epoch': marker.epoch or '(not recorded)'}))
 
 
-def refuse_cache_change_while_attached(volume: Any,
-                                       new_type: Any) -> None:
-    """Refuse a retype that changes the cache spec of an attached volume."""
-    old = cache_spec(volume)
+def type_cache_spec(new_type: Any) -> extra_specs.CacheSpec:
+    """The cache spec of a volume type (invalid specs raise)."""
     try:
-        new = extra_specs.validate(type_specs(new_type))
+        return extra_specs.validate(type_specs(new_type))
     except extra_specs.ExtraSpecError as exc:
         raise exception.InvalidVolumeType(reason=str(exc))
+
+
+def changes_only_the_share(volume: Any, new_type: Any) -> bool:
+    """Whether retyping *volume* to *new_type* changes only its share.
+
+    Same cacheable mode, another ``cas:cache_share`` (set, changed or
+    removed). Such a retype is done in place, attached or not, fenced or
+    not: a share is a cap on cache use, not data, and nothing is copied.
+    An attached volume's core keeps its old share until the volume's
+    next attach (its next connection: detach and attach, live migration,
+    unshelve), which reads the new type; a hard reboot reuses the
+    connection nova stored, and with it the old share.
+    """
+    old = cache_spec(volume)
+    new = type_cache_spec(new_type)
+    return (old.cacheable and new.cacheable and old.mode == new.mode and
+            old.share != new.share)
+
+
+def refuse_cache_change_while_attached(volume: Any,
+                                       new_type: Any) -> None:
+    """Refuse a retype that changes the cache mode of an attached volume.
+
+    A change of the share alone is allowed (:func:`changes_only_the_share`).
+    """
+    old = cache_spec(volume)
+    new = type_cache_spec(new_type)
+    if changes_only_the_share(volume, new_type):
+        return
     if old != new and is_attached(volume):
         raise exception.InvalidVolume(reason=(
             'cannot retype attached volume %s from cache mode %s to %s: the '

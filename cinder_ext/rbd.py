@@ -82,6 +82,15 @@ class CachedRBDDriver(rbd.RBDDriver):
 
     def retype(self, context: Any, volume: Any, new_type: Any, diff: Any,
                host: Any):
+        if guards.changes_only_the_share(volume, new_type):
+            # in place, fenced or not: nothing is copied (a refusal here
+            # would make cinder migrate, i.e. copy, the volume instead)
+            share = guards.type_cache_spec(new_type).share
+            LOG.info('Volume %(vol)s: cache share %(share)s from now on; a '
+                     'compute host that has it attached applies it at the '
+                     'next attach.', {'vol': volume.id, 'share': 'none' if
+                                      share is None else '%d%%' % share})
+            return super().retype(context, volume, new_type, diff, host)
         guards.refuse_cache_change_while_attached(volume, new_type)
         # when the driver refuses, cinder migrates: a copy of the stale
         # image, as the API's refusal of a fenced volume's retype says

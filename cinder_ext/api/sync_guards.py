@@ -21,7 +21,8 @@
 * Retype, migration and unmanage of a volume whose fence marker is set
   (a host may hold its newest writes), attached or not: when the driver's
   retype refuses, cinder falls back to a generic migration that copies
-  the stale image.
+  the stale image. A retype that changes only ``cas:cache_share`` and may
+  not migrate is let through: the driver does it in place.
 
 These pre-processing extensions answer 400 before anything happens.
 Loaded by :class:`cinder_ext.api.fence.Fence`.
@@ -32,6 +33,7 @@ from typing import Any, Iterator
 from cinder.api.openstack import wsgi
 from cinder import exception
 from cinder import volume as cinder_volume
+from cinder.volume import volume_types
 import webob
 
 from cinder_ext import guards
@@ -132,8 +134,37 @@ class FencedVolumeGuardController(wsgi.Controller):
 
     @wsgi.extends(action='os-retype')
     def _retype(self, req: Any, id: str, body: Any) -> Iterator[None]:
-        self._refuse_if_fenced(req, id, 'retype')
+        if not self._share_only_in_place(req, id, body):
+            self._refuse_if_fenced(req, id, 'retype')
         yield
+
+    def _share_only_in_place(self, req: Any, volume_id: str,
+                             body: Any) -> bool:
+        """A retype that changes only the share and never migrates.
+
+        Without ``migration_policy: on-demand`` cinder retypes in place or
+        not at all, and cinder_ext's driver retypes a share-only change in
+        place (:func:`guards.changes_only_the_share`): nothing is copied,
+        so a fenced volume's share may change (applied at its next
+        attach).
+        """
+        request = (body or {}).get('os-retype')
+        if not isinstance(request, dict) or request.get(
+                'migration_policy') == 'on-demand':
+            return False
+        new_type = request.get('new_type')
+        if not isinstance(new_type, str):
+            return False  # cinder's own schema validation answers
+        context = req.environ['cinder.context']
+        try:
+            volume = self.volume_api.get(context, volume_id)
+            found = volume_types.get_by_name_or_id(context.elevated(),
+                                                   new_type)
+            return guards.changes_only_the_share(volume, found)
+        except (exception.VolumeNotFound, exception.VolumeTypeNotFound,
+                exception.VolumeTypeNotFoundByName,
+                exception.InvalidVolumeType):
+            return False  # cinder's own controller answers
 
     @wsgi.extends(action='os-migrate_volume')
     def _migrate(self, req: Any, id: str, body: Any) -> Iterator[None]:

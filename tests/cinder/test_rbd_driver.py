@@ -127,18 +127,47 @@ class CachedRBDDriverTestCase(DriverTestBase):
                                 {'host': 'cmp1'})
         self.assertIn("'cas:cache_share' needs a caching mode", str(exc))
 
-    def test_share_change_refused_while_attached(self):
+    def test_share_only_retype_done_in_place_while_attached(self):
+        """Issue 35: a share is a cap, not data; nothing is copied.
+
+        A refusal here would make cinder's manager migrate (copy) the
+        volume; the compute host applies the new share at the next attach.
+        """
+        volume = self.volume(specs('wb', **{'cas:cache_share': '10'}),
+                             status='in-use', admin_metadata={
+                                 guards.FENCE_KEY: 'cmp1',
+                                 guards.FENCE_EPOCH_KEY: ATT0})
+        for new_specs in (specs('wb', **{'cas:cache_share': '20'}),
+                          specs('wb')):
+            new_type = fake_volume.fake_volume_type_obj(
+                self.context, extra_specs=new_specs)
+            with mock.patch.object(cinder_rbd.RBDDriver, 'retype',
+                                   return_value=(True, {})) as retype:
+                self.assertEqual((True, {}), self.driver.retype(
+                    self.context, volume, new_type, {}, None))
+            retype.assert_called_once_with(self.context, volume, new_type,
+                                           {}, None)
+
+    def test_mode_and_share_change_refused_while_attached(self):
         volume = self.volume(specs('wb', **{'cas:cache_share': '10'}),
                              status='in-use')
         new_type = fake_volume.fake_volume_type_obj(
-            self.context, extra_specs=specs('wb', **{'cas:cache_share': '20'}))
+            self.context, extra_specs=specs('wt', **{'cas:cache_share': '20'}))
         with mock.patch.object(cinder_rbd.RBDDriver, 'retype') as retype:
             exc = self.assertRaises(exception.InvalidVolume,
                                     self.driver.retype, self.context,
                                     volume, new_type, {}, None)
             retype.assert_not_called()
-        self.assertIn('from cache mode wb with a 10% share to wb with a 20% '
+        self.assertIn('from cache mode wb with a 10% share to wt with a 20% '
                       'share', str(exc))
+
+    def test_share_added_to_uncached_type_is_not_share_only(self):
+        volume = self.volume({}, status='in-use')
+        new_type = fake_volume.fake_volume_type_obj(
+            self.context, extra_specs=specs('wt', **{'cas:cache_share': '20'}))
+        self.assertFalse(guards.changes_only_the_share(volume, new_type))
+        self.assertRaises(exception.InvalidVolume, self.driver.retype,
+                          self.context, volume, new_type, {}, None)
 
     def test_uncached_connection_info_unchanged(self):
         volume = self.volume({})

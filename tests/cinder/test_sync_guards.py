@@ -177,3 +177,50 @@ class FencedVolumeGuardTestCase(test.TestCase):
     def test_allowed_without_marker(self, method):
         volume = utils.create_volume(self.admin, status='available')
         self.run_guard(method, volume)
+
+
+class ShareOnlyRetypeGuardTestCase(test.TestCase):
+    """Issue 35: a fenced volume's share may change in place."""
+
+    def setUp(self):
+        super().setUp()
+        self.admin = context.get_admin_context()
+        self.controller = sync_guards.FencedVolumeGuardController()
+        share_10 = dict(_specs('wb'), **{'cas:cache_share': '10'})
+        old = utils.create_volume_type(self.admin, name='wb-10',
+                                       extra_specs=share_10)
+        utils.create_volume_type(self.admin, name='wb-20', extra_specs=dict(
+            _specs('wb'), **{'cas:cache_share': '20'}))
+        utils.create_volume_type(self.admin, name='wt-10', extra_specs=dict(
+            _specs('wt'), **{'cas:cache_share': '10'}))
+        self.volume = utils.create_volume(self.admin, status='in-use',
+                                          volume_type_id=old.id)
+        db.volume_admin_metadata_update(
+            self.admin, self.volume.id, {guards.FENCE_KEY: 'compute-1'},
+            False)
+
+    def retype(self, **request):
+        req = fakes.HTTPRequest.blank(
+            '/v3/%s/volumes/%s/action' % (fakes.FAKE_UUID, self.volume.id),
+            use_admin_context=True)
+        next(self.controller._retype(req, self.volume.id,
+                                     body={'os-retype': request}))
+
+    def test_share_only_change_that_cannot_migrate_passes(self):
+        self.retype(new_type='wb-20')
+        self.retype(new_type='wb-20', migration_policy='never')
+
+    def test_share_only_change_that_may_migrate_refused(self):
+        exc = self.assertRaises(webob.exc.HTTPBadRequest, self.retype,
+                                new_type='wb-20',
+                                migration_policy='on-demand')
+        self.assertIn('host compute-1 may hold its newest writes',
+                      exc.explanation)
+
+    def test_mode_change_refused(self):
+        self.assertRaises(webob.exc.HTTPBadRequest, self.retype,
+                          new_type='wt-10')
+
+    def test_unknown_type_left_to_cinder_refused_while_fenced(self):
+        self.assertRaises(webob.exc.HTTPBadRequest, self.retype,
+                          new_type='no-such-type')
