@@ -253,16 +253,27 @@ class DrainManager(object):
         self._drop(cache_id, core_id)
 
     def _drop(self, cache_id: int, core_id: int) -> bool:
-        """Drop core *core_id*'s class if any; True if there was one."""
+        """Drop core *core_id*'s class if any; True if there was one.
+
+        The rest of the table is composed again for the cores listed now
+        (:func:`io_class_table.recomposed`): after a reboot it is whatever
+        the cache metadata held, and ``recover`` of an orphaned core, or
+        any detach, is the first change it sees.
+        """
         with table_lock(cache_id):
             current = self.casadm.list_io_classes(cache_id)
-            before = io_class_table.entries(current)
-            after = io_class_table.without_core(before, core_id)
-            if after == before:
+            if io_class_table.is_default(current):
                 return False
-            self.casadm.load_io_classes(
-                cache_id, io_class_table.compose(after).table)
-            return True
+            before = io_class_table.entries(current)
+            had = io_class_table.without_core(before, core_id) != before
+            existing = {core.core_id for cache in self.casadm.list_caches()
+                        if cache.cache_id == cache_id
+                        for core in cache.cores} - {core_id}
+            composed = io_class_table.recomposed(current, existing)
+            if composed is not None:
+                self.casadm.load_io_classes(cache_id, composed.table)
+                io_class_table.warn_unshared(cache_id, composed)
+            return had
 
     def forget_inherited(self, cache_id: int, core_id: int) -> None:
         """After core *core_id* was just added: drop a class it inherited.

@@ -215,6 +215,33 @@ def is_composed(table: list[casadm_mod.IoClass]) -> bool:
     return compose(wanted).table == table
 
 
+def is_default(table: Sequence[casadm_mod.IoClass]) -> bool:
+    """Whether *table* is the one of an instance without classes."""
+    return list(table) == compose([]).table
+
+
+def recomposed(table: Sequence[casadm_mod.IoClass], existing: Iterable[int]
+               ) -> Optional[Composed]:
+    """*table* composed again for cores *existing*; None if unchanged.
+
+    After a reboot the table is whatever the cache metadata held (possibly
+    older than the last change, or loaded by hand): classes of cores that
+    are gone, rules that are not ours and a class 0 that does not get what
+    the shares leave are all dropped. Each remaining core keeps what the
+    table gives it until its own attach puts its share in place.
+    """
+    alive = set(existing)
+    kept = [entry for entry in entries(table) if entry.core_id in alive]
+    seen: set[int] = set()
+    unique = []
+    for entry in kept:
+        if entry.core_id not in seen:
+            seen.add(entry.core_id)
+            unique.append(entry)
+    composed = compose(unique)
+    return None if composed.table == list(table) else composed
+
+
 def warn_unshared(cache_id: int, composed: Composed) -> None:
     """Log, at WARNING, each share the budget left without a class."""
     for core_id in composed.unshared:
@@ -259,12 +286,17 @@ class Keeper(object):
         (re-attach, a core the loader re-activated) a drain stays and only
         remembers *share* for the undrain. Returns the share the core has
         in the loaded table (None if drained, unshared or none asked).
+
+        The whole table is composed again unless it is the default one,
+        also for a volume without a share: after a reboot it is whatever
+        the cache metadata held (:func:`recomposed`), so the first attach
+        drops classes of cores that are gone and rules that are not ours.
         """
         with table_lock(cache_id):
             current = self.casadm.list_io_classes(cache_id)
             before = entries(current)
             mine = [entry for entry in before if entry.core_id == core_id]
-            if not mine and share is None:
+            if not mine and share is None and is_default(current):
                 return None
             if new_core and mine:
                 LOG.warning('Dropped the IO class (%s) an earlier core left '

@@ -177,6 +177,68 @@ class ShareLifeTestCase(ShareBase):
         self.connector.disconnect_volume(props, None)
         self.assert_clean_host()
 
+    def test_first_attach_after_a_reboot_recomposes_the_metadata_table(
+            self):
+        """The loader re-activates cores; the table is the metadata's.
+
+        Here an older one: a's share as it was, a class of a core that is
+        gone, a rule that is not os-brick-cas's. The first attach (of a
+        volume without a share) composes the table again; each volume's
+        own attach then puts its share in place.
+        """
+        props_a, _info, a = self.attach('volume-sh-ra', share=20, dirty=4)
+        props_b, _info, b = self.attach('volume-sh-rb', share=30, dirty=4)
+        props_c, _info, c = self.attach('volume-sh-rc', dirty=4)
+        self.host.reboot()
+        self.load_by_hand(HEADER + '0,unclassified,255,0.10\n'
+                          '1,core_id:eq:%d&done,,0.50\n'
+                          '2,core_id:eq:9&done,,0.30\n'
+                          '3,core_id:eq:%d,,0.10\n' % (a.core_id, b.core_id))
+        self.host.set_udev_loader(True)
+        info_c = self.connector.connect_volume(props_c)
+        self.assertNotIn('cache_share', info_c)
+        self.assertEqual(HEADER + '0,unclassified,255,0.50\n'
+                         '1,core_id:eq:%d&done,,0.50\n' % a.core_id,
+                         self.table())
+        info_a = self.connector.connect_volume(props_a)
+        info_b = self.connector.connect_volume(props_b)
+        self.assertEqual((20, 30), (info_a['cache_share'],
+                                    info_b['cache_share']))
+        self.assertEqual(HEADER + '0,unclassified,255,0.50\n'
+                         '1,core_id:eq:%d&done,,0.20\n'
+                         '2,core_id:eq:%d&done,,0.30\n'
+                         % (a.core_id, b.core_id), self.table())
+        for props, info in ((props_a, info_a), (props_b, info_b),
+                            (props_c, info_c)):
+            self.connector.disconnect_volume(props, info)
+        self.assertEqual(HEADER + '0,unclassified,255,1.00\n', self.table())
+        self.assertEqual(c.cache_id, 2)
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()
+
+    def test_detach_after_a_reboot_recomposes_the_metadata_table(self):
+        """The path of ``recover`` (an orphan's detach) after a reboot.
+
+        The volume leaving had no class; the table still loses the gone
+        core's class and gives class 0 what the shares leave.
+        """
+        props_a, _info, a = self.attach('volume-sh-da', share=20, dirty=4)
+        props_b, _info, b = self.attach('volume-sh-db', dirty=4)
+        self.host.reboot()
+        self.load_by_hand(HEADER + '0,unclassified,255,0.50\n'
+                          '1,core_id:eq:%d&done,,0.20\n'
+                          '2,core_id:eq:9&done,,0.30\n' % a.core_id)
+        # b's detach maps it, re-activates and flushes its core
+        self.connector.disconnect_volume(props_b, None)
+        self.assertEqual(HEADER + '0,unclassified,255,0.80\n'
+                         '1,core_id:eq:%d&done,,0.20\n' % a.core_id,
+                         self.table())
+        self.assertNotEqual(a.core_id, b.core_id)
+        self.connector.disconnect_volume(props_a, None)
+        self.assertEqual(HEADER + '0,unclassified,255,1.00\n', self.table())
+        self.assertEqual(0, self.host.state()['dropped_dirty_blocks'])
+        self.assert_clean_host()
+
     def load_by_hand(self, text: str, cache_id: int = 2) -> None:
         path = os.path.join(self.tmp, 'by-hand.csv')
         with open(path, 'w') as table:
