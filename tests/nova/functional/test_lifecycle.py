@@ -106,7 +106,8 @@ class TwoComputesTestBase(LifecycleTestBase):
             self.bind_compute_to_host(compute)
 
 
-class LiveMigrationTestCase(TwoComputesTestBase):
+class LiveMigrationTestBase(TwoComputesTestBase):
+    """Two computes; libvirt's migration job as nova's own tests fake it."""
 
     def setUp(self):
         super().setUp()
@@ -126,6 +127,43 @@ class LiveMigrationTestCase(TwoComputesTestBase):
 
         return fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.migrateToURI3', migrate)
+
+    def migrate_to_compute2(self) -> None:
+        """Ask for the migration (cast-as-call: a refusal raises)."""
+        self.admin_api.post_server_action(self.server['id'], {
+            'os-migrateLive': {'host': 'compute2',
+                               'block_migration': 'auto'}})
+
+    def attachment_of(self, server: dict, volume_id: str) -> str:
+        [bdm] = [b for b in objects.BlockDeviceMappingList.
+                 get_by_instance_uuid(nova_context.get_admin_context(),
+                                      server['id'])
+                 if b.volume_id == volume_id]
+        return bdm.attachment_id
+
+    def fail_migration_job(self, seen: Optional[dict] = None,
+                           source_paused: bool = False) -> None:
+        """libvirt reports the migration job failed (as nova's tests do).
+
+        What holds on both hosts at that moment goes into *seen*. With
+        *source_paused* the source guest stays paused, as after a
+        post-copy migration that failed past its switchover.
+        """
+        def fails(domain, destination, params, flags):
+            if seen is not None:
+                seen.update(drained=self.drained_on('compute1'),
+                            dest_cores=self.cores('compute2'))
+            source = self.computes['compute1'].driver._host.get_connection(
+            ).lookupByUUIDString(self.server['id'])
+            if source_paused:
+                source.suspend()
+            source.fail_job()
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fails))
+
+
+class LiveMigrationTestCase(LiveMigrationTestBase):
 
     def test_write_through_volume_moves_to_destination_cache(self):
         self._attach_volume(self.server, WT_VOL)
@@ -202,19 +240,6 @@ class LiveMigrationTestCase(TwoComputesTestBase):
 
     # -- write-back: drained at the source, handed over at the switchover
 
-    def migrate_to_compute2(self) -> None:
-        """Ask for the migration (cast-as-call: a refusal raises)."""
-        self.admin_api.post_server_action(self.server['id'], {
-            'os-migrateLive': {'host': 'compute2',
-                               'block_migration': 'auto'}})
-
-    def attachment_of(self, server: dict, volume_id: str) -> str:
-        [bdm] = [b for b in objects.BlockDeviceMappingList.
-                 get_by_instance_uuid(nova_context.get_admin_context(),
-                                      server['id'])
-                 if b.volume_id == volume_id]
-        return bdm.attachment_id
-
     def assert_source_keeps_write_back(self, source_core, dirty: int
                                        ) -> None:
         """The guest stays on compute1 and its wb core caches writes."""
@@ -237,27 +262,6 @@ class LiveMigrationTestCase(TwoComputesTestBase):
         [source_core] = self.cores('compute1')
         self.host.set_dirty(source_core.cache_id, source_core.core_id, dirty)
         return source_core
-
-    def fail_migration_job(self, seen: Optional[dict] = None,
-                           source_paused: bool = False) -> None:
-        """libvirt reports the migration job failed (as nova's tests do).
-
-        What holds on both hosts at that moment goes into *seen*. With
-        *source_paused* the source guest stays paused, as after a
-        post-copy migration that failed past its switchover.
-        """
-        def fails(domain, destination, params, flags):
-            if seen is not None:
-                seen.update(drained=self.drained_on('compute1'),
-                            dest_cores=self.cores('compute2'))
-            source = self.computes['compute1'].driver._host.get_connection(
-            ).lookupByUUIDString(self.server['id'])
-            if source_paused:
-                source.suspend()
-            source.fail_job()
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fails))
 
     def test_write_back_volume_drains_then_moves_to_destination(self):
         source_core = self.attach_dirty_wb()
