@@ -19,8 +19,12 @@ and undrains by nova (live migration, snapshot, swap) and by the CLI,
 crashes at every journaled step followed by a restart (new objects, the
 start-up resolution), Cinder going down and up, another host taking the
 marker over at a live migration's switchover, a failing flush, a host
-reboot with re-activation, the periodic release, and two transitions
-running at once on volumes of one cache instance. After every step:
+reboot with re-activation (also with an older IO-class table in the cache
+metadata), the periodic release, two transitions running at once on
+volumes of one cache instance, nova's detach and attach again (with the
+share a retype may have changed meanwhile), and a live migration's
+source disconnect and a migration back here (the other host drained,
+this host's attach takes the marker over). After every step:
 
 I1  while Cinder's marker says this host's attachment drained a volume,
     its core holds no dirty data and cannot get any;
@@ -29,9 +33,11 @@ I2  no host other than the owner writes the volume's cached data to
 I3  at the end, after a restart and the periodic release with Cinder up,
     every volume caches again, or says why not;
 I4  after detaching, nothing is left behind;
-I5  each instance's IO-class table is one os-brick-cas composes, and each
-    volume's core has its cache share (``cas:cache_share``): as a capped
-    class while it caches, remembered in its drain class while drained.
+I5  each instance's IO-class table is one os-brick-cas composes, names
+    only cores the instance lists, and each volume's core has its cache
+    share (``cas:cache_share``, as its last attach asked): as a capped
+    class while it caches, remembered in its drain class while drained;
+    a core here of a volume another host owns has no capped class.
 
 CI runs a fixed seed and a bounded number of examples; ``tox -e
 stateful-long`` (OS_BRICK_CAS_STATEFUL_EXAMPLES, a random seed) runs more.
@@ -67,8 +73,11 @@ from tests.functional import fake_cinder
 HOST = 'compute-a'
 OTHER = 'compute-b'
 VOLUMES = 2
-#: each volume's cache share (whole percent of the wb instance)
+#: each volume's cache share at the start (whole percent of the wb
+#: instance)
 SHARES = (30, 20)
+#: shares a volume's type may have at a later attach (None: no share)
+LATER_SHARES = (None, 10, 25, 40)
 #: steps hypothesis may crash the process at
 CRASH_POINTS = ('drain:journaled', 'drain:flushed', 'drain:telling',
                 'drain:told', 'undrain:journaled', 'undrain:told',
@@ -97,6 +106,11 @@ def _long_run() -> bool:
 STEPS = [0]
 
 
+def props_index(volumes: list, volume_id: str) -> int:
+    """The index of *volume_id* in the machine's volumes."""
+    return [entry[1] for entry in volumes].index(volume_id)
+
+
 def machine_for(test: 'LifecycleStatefulTestCase'):
 
     class LifecycleMachine(stateful.RuleBasedStateMachine):
@@ -107,6 +121,8 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             self.casadm = casadm.Casadm()
             self.credentials = True
             self.volumes = []
+            #: the share each volume's last attach asked for
+            self.shares = list(SHARES)
             for index in range(VOLUMES):
                 # by-id links live in the machine's one /dev/disk/by-id:
                 # names no other run (another worktree's) uses
@@ -261,7 +277,109 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                 owner = self.cinder.owner(volume_id)
                 if owner is not None and owner.host != HOST:
                     continue    # nova attaches it elsewhere now
+                if self.core(props_index(self.volumes, volume_id)) is None:
+                    continue    # not attached here
                 self.attempt(test.connector.connect_volume, dict(props))
+
+        @stateful.rule(stale=st.booleans(), ghost=st.booleans())
+        def host_reboots_with_an_older_table(self, stale, ghost):
+            """The metadata's table is older than the last change.
+
+            Its shares are not the ones attached (*stale*), it has a class
+            of a core that is gone and a class 0 that does not get what
+            the shares leave (*ghost*). Drains are as they were (a drain's
+            table is verified before Cinder is told). The loader
+            re-activates cores; nova's attaches re-compose the table.
+            """
+            here = [index for index, (_p, volume_id, _e) in enumerate(
+                self.volumes) if self.core(index) is not None and (
+                    self.cinder.owner(volume_id) is None or
+                    self.cinder.owner(volume_id).host == HOST)]
+            # the attaches after the reboot must run: nothing in flight
+            attached_here = bool(here) and not self.cinder.down and all(
+                lifecycle.state(self.casadm, self.subject(index).spec) in (
+                    lifecycle.CACHING, lifecycle.DRAINED) for index in here)
+            test.host.reboot()
+            for cache in self.casadm.list_caches():
+                table = self.casadm.list_io_classes(cache.cache_id)
+                older = [io_class_table.Entry(
+                    entry.core_id, 5 if stale and entry.share else
+                    entry.share, entry.drained)
+                    for entry in io_class_table.entries(table)]
+                if ghost and attached_here and cache.cores:
+                    older.append(io_class_table.Entry(
+                        max(core.core_id for core in cache.cores) + 7, 15))
+                loaded = io_class_table.compose(older).table
+                if ghost and attached_here and len(loaded) > 1:
+                    loaded[0] = casadm.IoClass(
+                        0, io_class_table.UNCLASSIFIED,
+                        io_class_table.UNCLASSIFIED_PRIORITY, 1.0)
+                self.casadm.load_io_classes(cache.cache_id, loaded)
+            self.restart_after_reboot()
+
+        @stateful.rule(index=volume, share=st.sampled_from(LATER_SHARES))
+        def nova_detaches_and_attaches_again(self, index, share):
+            """A detach, then an attach (a new attachment) here.
+
+            The volume's type may have changed its share meanwhile (a
+            share-only retype is done in place; the host applies it at
+            the next attach). The marker as nova_ext writes it: cleared
+            after the detach, set before the attach.
+            """
+            props, volume_id, _epoch = self.volumes[index]
+            owner = self.cinder.owner(volume_id)
+            if self.cinder.down or owner is None or owner.host != HOST:
+                return
+            try:
+                test.connector.disconnect_volume(dict(props), None)
+            except exception.CasError:
+                return      # refused or the flush failed: still attached
+            self.cinder.client().clear(volume_id, expect=owner)
+            self.attach_here(index, share, expect=None)
+
+        @stateful.rule(index=volume)
+        def source_disconnects_after_switchover(self, index):
+            """post_live_migration at the source (here): its core goes."""
+            props, volume_id, _epoch = self.volumes[index]
+            owner = self.cinder.owner(volume_id)
+            if owner is None or owner.host != OTHER or \
+                    self.core(index) is None:
+                return
+            self.attempt(test.connector.disconnect_volume,
+                         dict(props, cas_owner_epoch=''), None)
+
+        @stateful.rule(index=volume, share=st.sampled_from(LATER_SHARES))
+        def migrates_back_here(self, index, share):
+            """A live migration from the other host to this one.
+
+            The other host drained the volume (its marker says so); this
+            host's pre_live_migration attach takes the marker over by
+            compare-and-swap and places the volume's share.
+            """
+            _props, volume_id, _epoch = self.volumes[index]
+            owner = self.cinder.owner(volume_id)
+            if self.cinder.down or owner is None or owner.host != OTHER \
+                    or self.core(index) is not None:
+                return
+            drained = fence.Owner(OTHER, owner.epoch, True)
+            if not owner.drained:
+                self.cinder.client().set(volume_id, OTHER, owner.epoch,
+                                         drained=True, expect=owner)
+            self.attach_here(index, share, expect=drained)
+
+        def attach_here(self, index: int, share: Optional[int],
+                        expect) -> None:
+            """nova's attach here: a new attachment, marker first."""
+            props, volume_id, _epoch = self.volumes[index]
+            epoch = 'att-' + str(uuid.uuid4())[:8]
+            props = dict(props, cas_epoch=epoch)
+            props.pop('cache_share', None)
+            if share is not None:
+                props['cache_share'] = share
+            self.cinder.client().set(volume_id, HOST, epoch, expect=expect)
+            self.volumes[index] = (props, volume_id, epoch)
+            self.shares[index] = share
+            test.connector.connect_volume(dict(props))
 
         @stateful.rule(first=volume, second=volume,
                        undrain_second=st.booleans())
@@ -346,23 +464,42 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
 
         @stateful.invariant()
         def i5_each_core_has_its_share(self):
-            tables = {}
-            for index in range(VOLUMES):
+            for cache in self.casadm.list_caches():
+                table = self.casadm.list_io_classes(cache.cache_id)
+                assert io_class_table.is_composed(table), table
+                listed = {core.core_id for core in cache.cores}
+                named = {entry.core_id
+                         for entry in io_class_table.entries(table)}
+                assert named <= listed, (
+                    'I5: instance %d has classes of cores it does not list '
+                    '(%s)' % (cache.cache_id, sorted(named - listed)))
+            for index, (_props, volume_id, _epoch) in enumerate(
+                    self.volumes):
                 core = self.core(index)
                 if core is None:
                     continue
-                if core.cache_id not in tables:
-                    tables[core.cache_id] = self.casadm.list_io_classes(
-                        core.cache_id)
-                    assert io_class_table.is_composed(
-                        tables[core.cache_id]), tables[core.cache_id]
                 entries = {entry.core_id: entry for entry in
-                           io_class_table.entries(tables[core.cache_id])}
+                           io_class_table.entries(
+                               self.casadm.list_io_classes(core.cache_id))}
                 entry = entries.get(core.core_id)
-                assert entry is not None and entry.share == SHARES[index], (
+                owner = self.cinder.owner(volume_id)
+                if owner is not None and owner.host != HOST:
+                    # the other host caches it: no cap here (a drained or
+                    # inactive core; its remembered share does not count)
+                    assert entry is None or entry.drained, (
+                        'I5: %s has a capped class here while %s owns '
+                        'volume %d' % (core.label, owner.host, index))
+                    continue
+                share = self.shares[index]
+                if share is None:
+                    assert entry is None or (
+                        entry.drained and entry.share is None), (
+                        'I5: volume %d (%s) has no share, its table gives '
+                        '%s' % (index, core.label, entry))
+                    continue
+                assert entry is not None and entry.share == share, (
                     'I5: volume %d (%s) should have a %d%% share, its '
-                    'table gives %s' % (index, core.label, SHARES[index],
-                                        entry))
+                    'table gives %s' % (index, core.label, share, entry))
 
         def teardown(self):
             lifecycle.step_hook = None
@@ -388,6 +525,13 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             if any(core.status == 'Inactive' for core in test.cores()):
                 self.restart_after_reboot()
             self.restart()
+            for index, (_props, volume_id, _epoch) in enumerate(
+                    self.volumes):
+                owner = self.cinder.owner(volume_id)
+                if self.core(index) is None and (
+                        owner is None or owner.host == HOST):
+                    # detached here, no other host has it: nova attaches
+                    self.attach_here(index, self.shares[index], owner)
             self.periodic_release()
             for index, (props, volume_id, epoch) in enumerate(self.volumes):
                 owner = self.cinder.owner(volume_id)
