@@ -115,6 +115,11 @@ class ManagerTestCase(base.TestCase):
 
     def test_new_core_drops_an_inherited_class_only(self):
         self.fake.reply('--io-class --load-config', (0, '', ''))
+        # the rest of the table is composed for the cores listed now
+        self.fake.reply('--list-caches', (0, base.list_csv(
+            'cache,2,/dev/nvme0n1p2,Running,wb,-',
+            'core,3,/dev/disk/by-id/rbd-v-3,Active,-,/dev/cas2-3',
+            'core,7,/dev/disk/by-id/rbd-v-7,Active,-,/dev/cas2-7'), ''))
         self.manager.forget_inherited(2, 7)
         self.assertEqual([], self.fake.argv_of('--load-config'))
         self.manager.forget_inherited(2, 3)

@@ -107,6 +107,22 @@ class ComposeTestCase(testtools.TestCase):
             [row(0, 'unclassified', 255, 1.0),
              row(1, 'request_size:le:4096', 0, 0.5)]))   # not ours
 
+    def test_metadata_table_recomposed_for_the_cores_listed(self):
+        """After a reboot: gone cores, foreign rules and class 0 fixed."""
+        older = [row(0, 'unclassified', 255, 1.0),
+                 row(1, 'core_id:eq:4&done', None, 0.50),
+                 row(2, 'core_id:eq:9&done', 30, 0.0),
+                 row(3, 'core_id:eq:5&done', None, 0.20),
+                 row(4, 'request_size:le:4096', 0, 0.5)]
+        composed = tables.recomposed(older, existing={4, 9})
+        self.assertEqual([row(0, 'unclassified', 255, 0.50),
+                          row(1, 'core_id:eq:4&done', None, 0.50),
+                          row(2, 'core_id:eq:9&done', 30, 0.0)],
+                         composed.table)
+        self.assertIsNone(tables.recomposed(composed.table, {4, 9}))
+        self.assertTrue(tables.is_default(tables.compose([]).table))
+        self.assertFalse(tables.is_default(composed.table))
+
 
 entry_lists = st.lists(
     st.builds(Entry, st.integers(0, 4095),
