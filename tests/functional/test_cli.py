@@ -251,6 +251,9 @@ class DoctorTestCase(CliTestCase):
         self.assertFalse([line for line in lines if line.startswith('FAIL')])
         self.assertIn('WARN udev rule 60-os-brick-cas-rbd.rules is not '
                       'installed', '\n'.join(lines))
+        # the rule with this installation's namer path (issue 37)
+        self.assertIn('Run "os-brick-cas host install-files --only '
+                      'udev-rule"', '\n'.join(lines))
 
     def test_a_udev_rule_without_nowatch_is_a_warning(self):
         # an os-brick-cas 2.x rule: krbd naming only
