@@ -27,9 +27,13 @@ import uuid
 
 from os_brick_cas import casadm
 from os_brick_cas import drain
+from os_brick_cas.metrics import exporter
+from os_brick_cas.metrics import opts as metrics_opts
 from tests.functional import test_cli
+from tests.functional import test_metrics
 
 HEADER = 'IO class id,IO class name,Eviction priority,Allocation\n'
+BLOCK = 4096
 VOL_A = str(uuid.UUID(int=0x35a))
 VOL_B = str(uuid.UUID(int=0x35b))
 VOL_C = str(uuid.UUID(int=0x35c))
@@ -128,6 +132,38 @@ class StatusSharesTestCase(ShareOpsBase):
         self.assertIn('share: asked 30%, held back while drained', out)
         self.assertEqual((30, None), (self.status_cores()[VOL_A][
             'share_asked'], self.status_cores()[VOL_A]['share_held']))
+
+
+class ExporterSharesTestCase(ShareOpsBase):
+
+    def setUp(self):
+        super().setUp()
+        self.conf.config(group=metrics_opts.GROUP, listen_port=0,
+                         cache_seconds=0)
+
+    def test_share_gauges_against_the_cap_and_a_lost_share(self):
+        _pa, _ia, a = self.attach_share(VOL_A, 60)
+        self.attach_share(VOL_B, 50)
+        self.host.set_dirty(2, a.core_id, 40)
+        self.host.record_reads(2, a.core_id, total=200, hits=150)
+        scrape = test_metrics.samples(
+            exporter.scrape(exporter.build_registry()))
+
+        def value(name, volume_id):
+            return test_metrics.value(scrape, 'os_brick_cas_core_' + name,
+                                      volume_id=volume_id)
+        self.assertEqual(
+            (0.6, 0.6, 0, self.cap_blocks(60) * BLOCK, 90 * BLOCK,
+             40 * BLOCK),
+            (value('share_ratio', VOL_A), value('share_asked_ratio', VOL_A),
+             value('share_lost', VOL_A), value('share_cap_bytes', VOL_A),
+             value('share_occupancy_bytes', VOL_A),
+             value('share_dirty_bytes', VOL_A)))
+        self.assertEqual((0.5, 1), (value('share_asked_ratio', VOL_B),
+                                    value('share_lost', VOL_B)))
+        self.assertFalse([labels for name, labels in scrape
+                          if name == 'os_brick_cas_core_share_ratio' and
+                          ('volume_id', VOL_B) in labels])
 
 
 class StandInClassStatsTestCase(ShareOpsBase):
