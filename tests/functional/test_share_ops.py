@@ -134,6 +134,78 @@ class StatusSharesTestCase(ShareOpsBase):
             'share_asked'], self.status_cores()[VOL_A]['share_held']))
 
 
+class DoctorSharesTestCase(ShareOpsBase):
+
+    def test_a_table_loaded_by_hand_is_found_and_reload_repairs_it(self):
+        _pa, _ia, a = self.attach_share(VOL_A, 30)
+        _pb, _ib, b = self.attach_share(VOL_B, 20)
+        composed = self.table()
+        [ok] = self.doctor_shares()
+        self.assertEqual('OK', ok['level'], ok)
+        # by hand: A's class caps it at 50%, B's class is gone
+        self.load_by_hand(HEADER + '0,unclassified,255,0.5\n'
+                          '1,core_id:eq:%d&done,,0.5\n' % a.core_id)
+        [found] = self.doctor_shares()
+        self.assertEqual(('WARN', 2), (found['level'], found['cache_id']))
+        self.assertIn('Run "os-brick-cas reload-io-classes --cache-id 2"',
+                      found['message'])
+        code, out, err = self.cli('reload-io-classes', '--cache-id', '2')
+        self.assertEqual(0, code, err)
+        self.assertEqual('cache instance 2: loaded the composed table\n',
+                         out)
+        self.assertEqual(composed, self.table())
+        [ok] = self.doctor_shares()
+        self.assertEqual('OK', ok['level'], ok)
+        code, out, _ = self.cli('reload-io-classes', '--all')
+        self.assertEqual((0, 'cache instance 2: the table was already '
+                          'right\n'), (code, out))
+        self.assertEqual(b.core_id, self.status_core_id(VOL_B))
+
+    def status_core_id(self, volume_id: str) -> int:
+        return self.status_cores()[volume_id]['core_id']
+
+    def test_a_share_lost_to_the_budget_is_named_and_reload_gives_it_back(
+            self):
+        props_a, info_a, _a = self.attach_share(VOL_A, 60)
+        _pb, info_b, b = self.attach_share(VOL_B, 50)
+        self.assertIsNone(info_b['cache_share'])
+        [lost] = self.doctor_shares()
+        self.assertEqual(('WARN', VOL_B, b.core_id),
+                         (lost['level'], lost['volume_id'], lost['core_id']))
+        self.assertIn('asked for a 50% cache share and gets none',
+                      lost['message'])
+        # A's detach frees the percent: the table differs from what the
+        # shares give now, and the reload hands B its class (no re-attach)
+        self.connector.disconnect_volume(props_a, info_a)
+        [differs] = self.doctor_shares()
+        self.assertIn('reload-io-classes --cache-id 2', differs['message'])
+        code, _out, err = self.cli('reload-io-classes', '--cache-id', '2')
+        self.assertEqual(0, code, err)
+        self.assertEqual(HEADER + '0,unclassified,255,0.50\n'
+                         '1,core_id:eq:%d&done,,0.50\n' % b.core_id,
+                         self.table())
+        self.assertEqual(50, self.status_cores()[VOL_B]['share_held'])
+
+    def test_reload_never_undrains(self):
+        _props, _info, core = self.attach_share(VOL_A, 30)
+        self.host.set_dirty(2, core.core_id, 9)
+        manager = drain.DrainManager(self.casadm)
+        [cache] = [c for c in self.casadm.list_caches() if c.cache_id == 2]
+        manager.drain(cache, core, 10)
+        drained = self.table()
+        [ok] = self.doctor_shares()
+        self.assertEqual('OK', ok['level'], ok)
+        code, out, err = self.cli('reload-io-classes', '--all')
+        self.assertEqual(0, code, err)
+        self.assertEqual(drained, self.table())
+        self.assertTrue(manager.is_drained(2, core.core_id))
+
+    def test_detach_forgets_the_ask(self):
+        props, info, _core = self.attach_share(VOL_A, 30)
+        self.connector.disconnect_volume(props, info)
+        self.assertEqual([], os.listdir(os.path.join(self.tmp, 'shares')))
+
+
 class ExporterSharesTestCase(ShareOpsBase):
 
     def setUp(self):
