@@ -117,7 +117,7 @@ def share_line(core: report.CoreReport, raw: bool = False
     if core.share_asked is None and core.share_held is None:
         return None
     asked = ('asked %d%%' % core.share_asked if core.share_asked is not None
-             else 'asked nothing recorded')
+             else 'no ask recorded')
     if core.share_held is not None:
         return 'share: %s, holds %d%%: %s of %s cap, %s dirty' % (
             asked, core.share_held,
