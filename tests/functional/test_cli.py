@@ -302,7 +302,7 @@ class DoctorTestCase(CliTestCase):
              'shared-dirs',
              'cache-instances', 'opencas-defects',
              'stopped-caches', 'persistence', 'cores', 'drain',
-             'fallback-policy', 'owners', 'host-layout', 'drift'],
+             'fallback-policy', 'shares', 'owners', 'host-layout', 'drift'],
             list(dict.fromkeys(f['check'] for f in doc['findings'])))
 
     def test_simulated_host_is_told_by_casadm_itself(self):
