@@ -36,6 +36,11 @@ from os_brick_cas.simulator import state as state_mod
 #: needs more than the 60 s enough elsewhere (tools/kernel/guest.sh sets it)
 COMMAND_TIMEOUT = float(os.environ.get('OS_BRICK_CAS_CEPH_TIMEOUT', '60'))
 
+#: the interpreter with Ceph's python3-rados (Debian's, not the venv's)
+SYSTEM_PYTHON = '/usr/bin/python3'
+SETUP_COMMANDS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              'ceph_setup_commands.py')
+
 REQUIRED_TOOLS = ('ceph-mon', 'ceph-osd', 'ceph', 'monmaptool',
                   'ceph-authtool', 'rbd', 'rbd-fuse', 'losetup',
                   'fusermount')
@@ -54,6 +59,23 @@ def run(*argv: str, timeout: float = COMMAND_TIMEOUT) -> str:
         raise RuntimeError('%s failed (%d): %s%s' % (
             ' '.join(argv), done.returncode, done.stdout, done.stderr))
     return done.stdout
+
+
+def _still_watched(exc: BaseException) -> bool:
+    return isinstance(exc, RuntimeError) and 'image has watchers' in str(exc)
+
+
+@tenacity.retry(retry=tenacity.retry_if_exception(_still_watched),
+                stop=tenacity.stop_after_delay(45),
+                wait=tenacity.wait_fixed(1), reraise=True)
+def remove_image(conf: str, spec: str) -> None:
+    """``rbd rm POOL/IMAGE``, waiting out a watch its last user left.
+
+    A FUSE or librbd client that has just closed the image can hold its
+    watch a little longer on a loaded machine; a crashed one until the
+    30-s watch time-out. "image has watchers" is retried for 45 s.
+    """
+    run(real_rbd(), '-c', conf, 'rm', spec)
 
 
 def _mon_refused(exc: BaseException) -> bool:
@@ -152,16 +174,14 @@ class CephCluster(fixtures.Fixture):
         run('ceph-mon', '-c', self.conf, '-i', 'a')
         self._remember_pids()
         osd_uuid = str(uuid.uuid4())
-        osd_id = self.ceph('osd', 'new', osd_uuid).strip()
+        # the osd's id, its CRUSH place and the pool: one client session
+        osd_id = run(SYSTEM_PYTHON, SETUP_COMMANDS, self.conf, osd_uuid,
+                     self.pool).strip()
         os.makedirs(os.path.join(self.root, 'osd', 'osd.%s' % osd_id))
         run('ceph-osd', '-c', self.conf, '-i', osd_id, '--mkfs',
             '--osd-uuid', osd_uuid)
         run('ceph-osd', '-c', self.conf, '-i', osd_id)
         self._remember_pids()
-        self.ceph('osd', 'crush', 'add', 'osd.%s' % osd_id, '1.0',
-                  'host=localhost', 'root=default')
-        self.ceph('osd', 'pool', 'create', self.pool, '8')
-        self.ceph('osd', 'pool', 'application', 'enable', self.pool, 'rbd')
         self._wait_usable()
 
     def ceph(self, *args: str) -> str:
@@ -189,9 +209,18 @@ class CephCluster(fixtures.Fixture):
         probe = '%s/os-brick-cas-probe' % self.pool
         last: Optional[Exception] = None
         while time.monotonic() < end:
+            # bounded by what is left: while the pool's placement groups
+            # are still being created a create waits for them, and one
+            # cut short may still have made the image (a TCG guest on a
+            # loaded machine: "already exists" at every retry after it)
+            left = max(1.0, end - time.monotonic())
             try:
-                self.rbd('create', probe, '--size', '1M', timeout=15)
-                self.rbd('rm', probe, timeout=15)
+                try:
+                    self.rbd('create', probe, '--size', '1M', timeout=left)
+                except RuntimeError as exc:
+                    if 'already exists' not in str(exc):
+                        raise
+                self.rbd('rm', probe, timeout=left)
                 return
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 last = exc
