@@ -36,6 +36,11 @@ from os_brick_cas.simulator import state as state_mod
 #: needs more than the 60 s enough elsewhere (tools/kernel/guest.sh sets it)
 COMMAND_TIMEOUT = float(os.environ.get('OS_BRICK_CAS_CEPH_TIMEOUT', '60'))
 
+#: the interpreter with Ceph's python3-rados (Debian's, not the venv's)
+SYSTEM_PYTHON = '/usr/bin/python3'
+SETUP_COMMANDS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              'ceph_setup_commands.py')
+
 REQUIRED_TOOLS = ('ceph-mon', 'ceph-osd', 'ceph', 'monmaptool',
                   'ceph-authtool', 'rbd', 'rbd-fuse', 'losetup',
                   'fusermount')
@@ -152,16 +157,14 @@ class CephCluster(fixtures.Fixture):
         run('ceph-mon', '-c', self.conf, '-i', 'a')
         self._remember_pids()
         osd_uuid = str(uuid.uuid4())
-        osd_id = self.ceph('osd', 'new', osd_uuid).strip()
+        # the osd's id, its CRUSH place and the pool: one client session
+        osd_id = run(SYSTEM_PYTHON, SETUP_COMMANDS, self.conf, osd_uuid,
+                     self.pool).strip()
         os.makedirs(os.path.join(self.root, 'osd', 'osd.%s' % osd_id))
         run('ceph-osd', '-c', self.conf, '-i', osd_id, '--mkfs',
             '--osd-uuid', osd_uuid)
         run('ceph-osd', '-c', self.conf, '-i', osd_id)
         self._remember_pids()
-        self.ceph('osd', 'crush', 'add', 'osd.%s' % osd_id, '1.0',
-                  'host=localhost', 'root=default')
-        self.ceph('osd', 'pool', 'create', self.pool, '8')
-        self.ceph('osd', 'pool', 'application', 'enable', self.pool, 'rbd')
         self._wait_usable()
 
     def ceph(self, *args: str) -> str:
