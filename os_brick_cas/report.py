@@ -205,8 +205,7 @@ def host_report(casadm: casadm_mod.Casadm,
     configured = configured or {}
     reports = []
     caches = casadm.list_caches()
-    held = openers.openers(core.exported for cache in caches
-                           for core in cache.cores if core.exported)
+    held = holders(caches)
     for cache in caches:
         stats = _stats(casadm, cache.cache_id)
         drained = _drained(casadm, cache)
@@ -222,6 +221,17 @@ def host_report(casadm: casadm_mod.Casadm,
                                held.get(core.exported or '', []))
                    for core in cache.cores]))
     return reports
+
+
+def holders(caches: list[casadm_mod.CacheInstance]
+            ) -> dict[str, list[openers.Opener]]:
+    """The processes holding each core's exported device open, by device.
+
+    What status shows under a core and doctor's ``holders`` check says:
+    while any holds it, the core cannot be removed.
+    """
+    return openers.openers(core.exported for cache in caches
+                           for core in cache.cores if core.exported)
 
 
 def _with_state(core: CoreReport, drained: set[int],

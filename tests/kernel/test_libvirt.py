@@ -37,6 +37,7 @@ import fixtures
 from testtools import matchers
 
 from os_brick_cas import casadm
+from os_brick_cas.cmd import doctor as doctor_cmd
 from os_brick_cas.cmd import status as status_cmd
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
@@ -403,6 +404,15 @@ class UnackedUnplugTestCase(LibvirtTierBase):
             'held open by qemu-system-x86 (pid %d) of instance %s'
             % (self.domain.qemu_pid(), self.instance_uuid)),
             'status does not name the holder')
+        # and doctor, with what to do (report.holders, as status)
+        told = [finding.message for finding in doctor_cmd.check_host(
+            casadm.Casadm(), host='kernel-guest-compute')
+            if finding.check == 'holders']
+        holder = ('is held open by qemu-system-x86 (pid %d) of instance %s; '
+                  'it cannot be removed' % (self.domain.qemu_pid(),
+                                            self.instance_uuid))
+        self.expectThat(told, matchers.MatchesListwise(
+            [matchers.Contains(holder)]), 'doctor does not name the holder')
 
         # what the operator does: stop the server (QEMU exits, closing the
         # device), then nova's detach runs again and flushes on the way
