@@ -10,9 +10,12 @@
 # partition is one stestr process (--concurrency 1) in its own namespace;
 # whole test classes stay together (their fixtures are per class).
 # Partitions are balanced on the durations of this checkout's last run
-# (.stestr-parts/<suite>-<n>) and, for a fresh clone, on the long tests
-# listed in tests/durations.csv (seconds measured on 2 cores; a few
-# seconds for any other test).
+# (.stestr-parts/<suite>-<n>) and, for a fresh clone, on
+# tests/durations.csv: every functional and nova test, seconds measured
+# in a CI pre-flight's partitions on 2 cores (`stestr --repo-url
+# .stestr-parts/<suite>-<n> history show 0 --subunit | subunit2csv`; run
+# 0, since the older releases' nova suites reuse these repositories); a
+# few seconds for a test not listed there.
 # Needs root (unshare, mount). Exit status non-zero if any test failed;
 # each partition's failing tests are printed at the end.
 set -uo pipefail
