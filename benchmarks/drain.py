@@ -220,7 +220,7 @@ def measure(args: argparse.Namespace, ceph_conf: str, workdir: str,
     rbd = ceph_cluster.real_rbd()
     ceph_cluster.run(rbd, '-c', ceph_conf, 'create', '%s/%s' % (POOL, image),
                      '--size', '%dM' % size_mb)
-    stack.callback(ceph_cluster.run, rbd, '-c', ceph_conf, 'rm',
+    stack.callback(ceph_cluster.remove_image, ceph_conf,
                    '%s/%s' % (POOL, image))
     connector = cas_connector.CachedRBDConnector(None)
     volume = props(image)

@@ -139,7 +139,8 @@ suite() {
                     OS_BRICK_CAS_RACE_MIB=${OS_BRICK_CAS_RACE_MIB:-1} \
                     OS_BRICK_CAS_RACE_WIDE_LINES=${OS_BRICK_CAS_RACE_WIDE_LINES:-16} \
                     OS_BRICK_CAS_KERNEL_TIMEOUT=${OS_BRICK_CAS_KERNEL_TIMEOUT:-4800} \
-                    timeout --kill-after=60 5300 tools/run-kernel-tests.sh ;;
+                    setsid -w timeout --kill-after=60 5300 \
+                    tools/run-kernel-tests.sh ;;
         ansible) tools/run-ansible-tests.sh ;;
         tempest) tools/check-tempest-plugin.sh ;;
         devstack) tools/test-devstack-plugin.sh ;;
@@ -202,9 +203,10 @@ fi
 export PATH="$PWD/.venv/bin:$PATH"
 export OS_BRICK_CAS_REQUIRE_CEPH=${OS_BRICK_CAS_REQUIRE_CEPH:-1}
 
-# The kernel suite runs first, in the background: a TCG guest (qemu in a
-# session, hence a scheduler autogroup, of its own) that keeps one to two
-# cores busy for 20-25 min. The light suites that follow it (SHADOW: unit
+# The kernel suite runs first, in the background, in a session, hence a
+# scheduler autogroup, of its own (setsid): its builds on a fresh machine
+# (Open CAS ~4.5 min on 2 cores, libvirt-python, virtme-ng) and then a TCG
+# guest that keeps one to two cores busy for 20-25 min. The light suites that follow it (SHADOW: unit
 # tests, linters, builds; no timing assertions, nothing on the host's
 # /dev beyond one test at a time) run beside it with this session's
 # autogroup at nice 10: where the guest wants both cores they get about a

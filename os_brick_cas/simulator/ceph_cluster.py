@@ -61,6 +61,23 @@ def run(*argv: str, timeout: float = COMMAND_TIMEOUT) -> str:
     return done.stdout
 
 
+def _still_watched(exc: BaseException) -> bool:
+    return isinstance(exc, RuntimeError) and 'image has watchers' in str(exc)
+
+
+@tenacity.retry(retry=tenacity.retry_if_exception(_still_watched),
+                stop=tenacity.stop_after_delay(45),
+                wait=tenacity.wait_fixed(1), reraise=True)
+def remove_image(conf: str, spec: str) -> None:
+    """``rbd rm POOL/IMAGE``, waiting out a watch its last user left.
+
+    A FUSE or librbd client that has just closed the image can hold its
+    watch a little longer on a loaded machine; a crashed one until the
+    30-s watch time-out. "image has watchers" is retried for 45 s.
+    """
+    run(real_rbd(), '-c', conf, 'rm', spec)
+
+
 def _mon_refused(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and (
         'problem getting command descriptions from mon' in str(exc))

@@ -215,6 +215,10 @@ class SimulatedHostControl(object):
             faults.add(state, verb, exit_code=exit_code, stdout=stdout,
                        stderr=stderr, hang=hang, nth=nth, count=count)
 
+    def clear_faults(self) -> None:
+        """Drop every injected fault not played yet (calls run normally)."""
+        self._update(faults=[])
+
     def fail_remove_second_flush(self, dirty_left: int) -> None:
         """The next -R's second flush fails, *dirty_left* blocks stay."""
         self._update(remove_second_flush_fails=dirty_left)

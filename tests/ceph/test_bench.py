@@ -23,6 +23,7 @@ synced on every write) -- not a hardware figure.
 import contextlib
 import io
 import json
+import math
 import os
 
 from os_brick_cas import bench
@@ -98,12 +99,21 @@ class BenchOnRealRbdTestCase(base.CephTestCase):
                                  '.ceph-bench-cache.txt'), 'w') as output:
             output.write(self.table(reads_out, ['ceph', 'cas']) +
                          self.table(writes_out, ['cas-wt', 'cas-wb']))
-        ratios = [item['read_hit_ratio'] for item in reads_out['results']
-                  if item['device'] == 'cas']
+        cas_runs = [item for item in reads_out['results']
+                    if item['device'] == 'cas']
+        ratios = [item['read_hit_ratio'] for item in cas_runs]
         # cold cache first, then the runs find what earlier runs promoted
         self.assertEqual(4, len(ratios))
         self.assertLess(ratios[0], ratios[-1], ratios)
-        self.assertGreater(ratios[-1], 0.8, ratios)
+        # how warm the last run must be follows from how many reads came
+        # before it (fio's runs are timed: a loaded machine reads less):
+        # uniform random 4 KiB reads with replacement over 8 MiB, each
+        # miss promoted, leave 1 - exp(-reads / blocks) of it cached, and
+        # the last run hits at least that part (nothing is evicted)
+        earlier_reads = sum(item['read']['iops'] for item in cas_runs[:-1])
+        cached = 1 - math.exp(-earlier_reads * 1 / (8 * 2 ** 20 / 4096))
+        self.assertGreater(ratios[-1], 0.9 * cached,
+                           (ratios, earlier_reads, cached))
         # where the writes went: wb holds them dirty, wt wrote them through
         # (latencies are in the table; on loopback memstore Ceph a wt write
         # is about as fast as the stand-in's synced cache-file write)

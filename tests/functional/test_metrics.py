@@ -288,6 +288,9 @@ class ExporterTestCase(test_cli.CliTestCase):
         self.conf.config(group=metrics_opts.GROUP, casadm_timeout=2)
         # every statistics call would hang: 2 instances + 2 cores
         self.host.inject_fault('stats', hang=HANG, count=10)
+        # the hangs the collection never reached would hold the detaches
+        # of the clean-up for a casadm time-out each (~60 s of this test)
+        self.addCleanup(self.host.clear_faults)
         server = self.serve()
         started = time.monotonic()
         scrape = samples(http_scrape(server))

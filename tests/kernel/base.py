@@ -46,6 +46,11 @@ from tests import real_ceph
 GUEST = os.environ.get('OS_BRICK_CAS_KERNEL_GUEST') == '1'
 RESULTS = os.environ.get('OS_BRICK_CAS_KERNEL_RESULTS', '')
 CEPH_CONF = os.environ.get('OS_BRICK_CAS_KERNEL_CEPH_CONF', '')
+#: the file in which tools/kernel/guest.sh's Ceph start leaves its exit
+#: status: the cluster starts beside this process's imports
+CEPH_STARTED = os.environ.get('OS_BRICK_CAS_KERNEL_CEPH_STARTED', '')
+CEPH_START_TIMEOUT = 900
+_ceph_usable = False
 POOL = real_ceph.POOL
 OPENCAS_CONF = '/etc/opencas/opencas.conf'
 BY_ID = '/dev/disk/by-id'
@@ -87,6 +92,29 @@ def block_map(got: bytes, expected: bytes) -> str:
     return ''.join(marks)
 
 
+def wait_for_ceph() -> None:
+    """Until the guest's Ceph cluster is usable (once per process).
+
+    Raises if its start failed or did not end in CEPH_START_TIMEOUT
+    seconds; the reason is in guest.log.
+    """
+    global _ceph_usable
+    if _ceph_usable or not CEPH_STARTED:
+        return
+    deadline = time.monotonic() + CEPH_START_TIMEOUT
+    while not os.path.exists(CEPH_STARTED):
+        if time.monotonic() > deadline:
+            raise RuntimeError('the guest\'s Ceph cluster did not start in '
+                               '%d s (guest.log)' % CEPH_START_TIMEOUT)
+        time.sleep(1)
+    with open(CEPH_STARTED) as started:
+        status = started.read().strip()
+    if status != '0':
+        raise RuntimeError('the guest\'s Ceph cluster did not start (exit '
+                           'status %s; guest.log says why)' % status)
+    _ceph_usable = True
+
+
 def mon_port() -> str:
     with open(CEPH_CONF) as conf:
         return re.search(r'mon host = v1:127\.0\.0\.1:(\d+)',
@@ -109,6 +137,7 @@ class KernelTestCase(testtools.TestCase):
         if not GUEST:
             self.skipTest('runs only inside the real-kernel guest '
                           '(tools/run-kernel-tests.sh)')
+        wait_for_ceph()
         self.useFixture(fixtures.Timeout(600, gentle=True))
         self.tmp = self.useFixture(fixtures.TempDir()).path
         # registered first, so it runs last: the host is clean for the next
