@@ -314,7 +314,9 @@ class DoctorTestCase(CliTestCase):
         code, lines = self.doctor()
 
         self.assertEqual(0, code, lines)
-        [line] = [line for line in lines if 'held open' in line]
+        held = [line for line in lines if 'held open' in line]
+        self.assertEqual(1, len(held), lines)
+        [line] = held
         self.assertTrue(line.startswith(
             'OK   volume %s: core %d of cache instance 2 (%s) is held open '
             'by %s (pid %d) of instance %s; it cannot be removed' % (
@@ -328,7 +330,9 @@ class DoctorTestCase(CliTestCase):
         stray = self.hold(info['path'])
         code, lines = self.doctor()
         self.assertEqual(1, code, lines)
-        [line] = [line for line in lines if 'held open' in line]
+        held = [line for line in lines if 'held open' in line]
+        self.assertEqual(1, len(held), lines)
+        [line] = held
         self.assertTrue(line.startswith(
             "WARN volume %s: core %d of cache instance 2 (%s) is held open "
             "by %s (pid %d), not by a server's QEMU" % (
