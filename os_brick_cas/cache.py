@@ -51,6 +51,7 @@ from os_brick_cas import ownership
 from os_brick_cas import policy as policy_mod
 from os_brick_cas.privileged import devices as priv_devices
 from os_brick_cas import rbd_names
+from os_brick_cas import share_asks
 
 LOG = logging.getLogger(__name__)
 
@@ -154,6 +155,7 @@ class VolumeCache(object):
         (a new core's inherited drain class, if any, only keeps its writes
         synchronous to Ceph).
         """
+        self._record_ask(cached, volume, share)
         try:
             now = io_class_table.Keeper(self.casadm).place(
                 cached.cache_id, cached.core_id, share, new_core)
@@ -176,6 +178,26 @@ class VolumeCache(object):
                          cached.cache_id,
                          'now': 'none' if now is None else '%d%%' % now})
         return dataclasses.replace(cached, share=now)
+
+    @staticmethod
+    def _record_ask(cached: CachedDevice, volume: str,
+                    share: Optional[int]) -> None:
+        """Keep what *volume* asked for (status, doctor, the exporter).
+
+        Only a report reads it: a record that cannot be written is logged
+        and the attach goes on.
+        """
+        try:
+            if share is not None:
+                priv_devices.record_share(cached.core_device,
+                                          cached.cache_id, cached.core_id,
+                                          share)
+            elif share_asks.read(cached.core_device) is not None:
+                priv_devices.forget_share(cached.core_device)
+        except Exception as exc:
+            LOG.warning('Volume %(vol)s: could not record its cache share '
+                        'ask (%(err)s); status and doctor will not know '
+                        'it asked for one.', {'vol': volume, 'err': exc})
 
     def _claim(self, core: casadm_mod.Core, volume: str,
                spec: Optional[rbd_names.ImageSpec],
@@ -370,6 +392,8 @@ class VolumeCache(object):
             if ownership.read(core.device) is not None:
                 priv_devices.forget_owner(core.device, core.cache_id,
                                           core.core_id)
+            if share_asks.read(core.device) is not None:
+                priv_devices.forget_share(core.device)
         LOG.info('Removed volume %(vol)s from instance %(cache)s',
                  {'vol': volume, 'cache': core.cache_id})
         return True

@@ -172,6 +172,58 @@ def parse_io_classes(text: str) -> list[IoClass]:
     return table
 
 
+@dataclasses.dataclass(frozen=True)
+class IoClassUsage:
+    """One IO class's use of its instance (``-P -i I -d -o csv``).
+
+    Counts are casadm's 4 KiB blocks, summed over the instance's cores.
+    Open CAS reports no eviction count per class; reads over a class's cap
+    go pass-through and count as *pass_through_reads*.
+    """
+
+    class_id: int
+    name: str
+    #: the class's cap in whole percent ("Max size")
+    max_percent: Optional[int]
+    occupancy_blocks: int
+    dirty_blocks: int
+    pass_through_reads: Optional[int] = None
+
+
+def _count(row: dict[str, str], title: str) -> Optional[int]:
+    """A whole number cell (``25%`` counts as 25), None if absent."""
+    raw = row.get(title, '').rstrip('%')
+    try:
+        return int(float(raw))
+    except ValueError:
+        return None
+
+
+def parse_io_class_stats(text: str) -> list[IoClassUsage]:
+    """Parse ``casadm -P -i I -d -o csv``: one header, a line per class.
+
+    Columns are read by name (they differ between releases).
+    """
+    usage = []
+    for row in csv.DictReader(io.StringIO(text)):
+        row = {key.strip(): (value or '').strip()
+               for key, value in row.items() if key is not None}
+        try:
+            usage.append(IoClassUsage(
+                class_id=int(row['IO class ID']),
+                name=row['IO class name'],
+                max_percent=_count(row, 'Max size'),
+                occupancy_blocks=int(float(row['Occupancy [4KiB Blocks]'])),
+                dirty_blocks=int(float(row[DIRTY_BLOCKS])),
+                pass_through_reads=_count(
+                    row, 'Pass-Through reads [Requests]')))
+        except (KeyError, ValueError):
+            raise exception.CasadmCommandFailed(
+                operation='--stats --io-class-id', exit_code=0,
+                detail='unexpected output %r' % text[:200])
+    return usage
+
+
 # (substring of casadm's output, exception factory)
 _ERRORS: list[tuple[str, Callable[..., exception.CasError]]] = [
     ('Try again', lambda ctx, detail: exception.CasadmBusy(
@@ -499,6 +551,15 @@ class Casadm(object):
                                                     timeout),
                                   cache_id=cache_id, core_id=core_id,
                                   timeout=timeout))
+
+    def io_class_stats(self, cache_id: int) -> list[IoClassUsage]:
+        """Each IO class's occupancy and dirty blocks: one casadm call."""
+        cache_id = validation.cache_id(cache_id)
+        timeout = self._timeout
+        return parse_io_class_stats(_check(
+            '--stats --io-class-id',
+            priv_casadm.io_class_stats(cache_id, timeout),
+            cache_id=cache_id, timeout=timeout))
 
     def dirty_blocks(self, core: Core) -> int:
         """Dirty 4 KiB blocks a core holds."""

@@ -27,7 +27,8 @@ import re
 from typing import Optional
 
 #: supported OpenStack releases, oldest first, and the series of each
-#: service they ship (README "Supported OpenStack releases")
+#: service they ship (doc/source/admin/host-guide.rst,
+#: "Supported OpenStack releases")
 RELEASES = {
     '2025.1': {'nova': (31,), 'cinder': (26,), 'os-brick': (6, 11)},
     '2026.1': {'nova': (33,), 'cinder': (28,), 'os-brick': (7, 0)},

@@ -120,3 +120,26 @@ def human(size: float) -> str:
         if size >= factor:
             return '%.1f %s' % (size / factor, unit)
     return '%.0f KiB' % (size / KIB)
+
+
+#: IO class ids a cache instance hands to shares and drains (1..32)
+SHARE_CLASS_IDS = 32
+
+
+def share_bytes(cache_bytes: int, line_kib: int, percent: int) -> int:
+    """Cache a *percent* share caps a volume at: ceil(percent x lines).
+
+    *cache_bytes* is the cache space (the device less its metadata).
+    """
+    line = line_kib * KIB
+    return math.ceil(percent * (cache_bytes // line) / 100) * line
+
+
+def share_room(drains: int, shares: list[int]) -> tuple[int, int]:
+    """(IO class ids left, percent left) for more shared volumes.
+
+    Drains in flight take ids but no percent; every share takes one id
+    and its percent (the caps of all classes sum to at most 100).
+    """
+    return (max(SHARE_CLASS_IDS - drains - len(shares), 0),
+            max(100 - sum(shares), 0))

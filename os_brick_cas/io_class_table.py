@@ -215,6 +215,31 @@ def is_composed(table: list[casadm_mod.IoClass]) -> bool:
     return compose(wanted).table == table
 
 
+def expected(table: Sequence[casadm_mod.IoClass], asked: dict[int, int],
+             existing: Iterable[int]) -> Composed:
+    """The table the attached volumes' shares and drains should give.
+
+    *table* is the loaded one (its order and drains stand), *asked* the
+    share each core's volume asked for (its record), *existing* the
+    instance's core ids. A share class gets the asked share; a core that
+    asked but has no class comes after the classes (in core-id order);
+    classes of cores that are gone are dropped; a share class without a
+    record is kept as it is (nothing says it is wrong).
+    """
+    alive = set(existing)
+    wanted = []
+    for entry in entries(table):
+        if entry.core_id not in alive or entry.core_id in {
+                kept.core_id for kept in wanted}:
+            continue
+        wanted.append(dataclasses.replace(
+            entry, share=asked.get(entry.core_id, entry.share)))
+    placed = {entry.core_id for entry in wanted}
+    wanted += [Entry(core_id, asked[core_id]) for core_id in sorted(asked)
+               if core_id in alive and core_id not in placed]
+    return compose(wanted)
+
+
 def warn_unshared(cache_id: int, composed: Composed) -> None:
     """Log, at WARNING, each share the budget left without a class."""
     for core_id in composed.unshared:

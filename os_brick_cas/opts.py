@@ -55,8 +55,9 @@ host_opts = [
     cfg.ListOpt(
         'accepted_data_loss_defects',
         default=[],
-        help='Open CAS defects known to lose acknowledged writes (README, '
-             '"Known data-loss defect") that the operator accepts on this '
+        help='Open CAS defects known to lose acknowledged writes '
+             '(doc/source/admin/opencas-hit-invalid-race.rst) that the '
+             'operator accepts on this '
              'host, by key, e.g. ocf-hit-invalid-backfill. While the loaded '
              'Open CAS release has such a defect for a mode, os-brick-cas '
              'does not offer that mode: new attaches follow fallback_policy, '

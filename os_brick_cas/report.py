@@ -31,6 +31,7 @@ from os_brick_cas import labels
 from os_brick_cas import openers
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
+from os_brick_cas import share_usage
 from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
@@ -72,6 +73,16 @@ class CoreReport:
     #: processes holding ``exported`` open (e.g. a QEMU whose hot-unplug
     #: never completed): while any does, the core cannot be removed
     held_by: list[str] = dataclasses.field(default_factory=list)
+    #: the cache share (whole percent) the volume asked for, and holds now
+    #: (None: none; a share asked and not held was lost to the IO-class
+    #: budget unless the core is drained)
+    share_asked: Optional[int] = None
+    share_held: Optional[int] = None
+    #: its IO class's occupancy and dirty blocks against its cap (4 KiB
+    #: blocks), while it holds a share
+    share_occupancy_blocks: Optional[int] = None
+    share_dirty_blocks: Optional[int] = None
+    share_cap_blocks: Optional[int] = None
 
     @property
     def label(self) -> str:
@@ -208,7 +219,9 @@ def host_report(casadm: casadm_mod.Casadm,
     held = holders(caches)
     for cache in caches:
         stats = _stats(casadm, cache.cache_id)
-        drained = _drained(casadm, cache)
+        table = _table(casadm, cache)
+        drained = _drained(cache, table)
+        shares = _shares(casadm, cache, stats, table)
         reports.append(CacheReport(
             cache_id=cache.cache_id, mode=cache.mode, status=cache.status,
             device=cache.device,
@@ -218,7 +231,8 @@ def host_report(casadm: casadm_mod.Casadm,
             dirty_blocks=_int(stats, casadm_mod.DIRTY_BLOCKS),
             read_hit_ratio=hit_ratio(stats, 'Read'),
             cores=[_with_state(core_report(casadm, core), drained,
-                               held.get(core.exported or '', []))
+                               held.get(core.exported or '', []),
+                               shares.get(core.core_id))
                    for core in cache.cores]))
     return reports
 
@@ -235,23 +249,57 @@ def holders(caches: list[casadm_mod.CacheInstance]
 
 
 def _with_state(core: CoreReport, drained: set[int],
-                openers_of_core: list[openers.Opener]) -> CoreReport:
-    return dataclasses.replace(
+                openers_of_core: list[openers.Opener],
+                share: Optional[share_usage.CoreShare] = None
+                ) -> CoreReport:
+    core = dataclasses.replace(
         core, drained=core.core_id in drained,
         held_by=[str(opener) for opener in openers_of_core])
+    if share is None:
+        return core
+    return dataclasses.replace(
+        core, share_asked=share.asked, share_held=share.held,
+        share_occupancy_blocks=share.occupancy_blocks,
+        share_dirty_blocks=share.dirty_blocks,
+        share_cap_blocks=share.cap_blocks)
 
 
-def _drained(casadm: casadm_mod.Casadm,
-             cache: casadm_mod.CacheInstance) -> set[int]:
-    """Drained core ids of a write-back/write-only instance (else none)."""
-    if cache.current_mode not in ('wb', 'wo') or not cache.cores:
-        return set()
+def _table(casadm: casadm_mod.Casadm, cache: casadm_mod.CacheInstance
+           ) -> Optional[list[casadm_mod.IoClass]]:
+    """The instance's IO-class table (None without cores, or unreadable)."""
+    if not cache.cores:
+        return None
     try:
-        return drain.drained_cores(casadm.list_io_classes(cache.cache_id))
+        return casadm.list_io_classes(cache.cache_id)
     except exception.CasError as exc:
         LOG.warning('Cannot read the IO classes of instance %(cache)s: '
                     '%(err)s', {'cache': cache.cache_id, 'err': exc})
+        return None
+
+
+def _drained(cache: casadm_mod.CacheInstance,
+             table: Optional[list[casadm_mod.IoClass]]) -> set[int]:
+    """Drained core ids of a write-back/write-only instance (else none)."""
+    if cache.current_mode not in ('wb', 'wo') or table is None:
         return set()
+    return drain.drained_cores(table)
+
+
+def _shares(casadm: casadm_mod.Casadm, cache: casadm_mod.CacheInstance,
+            stats: dict[str, str],
+            table: Optional[list[casadm_mod.IoClass]]
+            ) -> dict[int, share_usage.CoreShare]:
+    """Each core's share (none when the table or its stats are unread)."""
+    if table is None:
+        return {}
+    try:
+        return share_usage.instance_shares(casadm, cache, stats,
+                                           table).cores
+    except exception.CasError as exc:
+        LOG.warning('Cannot read the IO-class statistics of instance '
+                    '%(cache)s: %(err)s', {'cache': cache.cache_id,
+                                           'err': exc})
+        return {}
 
 
 def names_volume(core_device: str, volume: str) -> bool:

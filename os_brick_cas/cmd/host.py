@@ -34,6 +34,7 @@ from os_brick_cas import host_layout_sizing as sizing
 from os_brick_cas import hostprep
 from os_brick_cas import hostprep_boot
 from os_brick_cas import hostprep_drain
+from os_brick_cas import io_class_table
 from os_brick_cas import known_defects
 from os_brick_cas import opts
 
@@ -118,6 +119,63 @@ def _ram_lines(state: hostprep.HostState, raw: bool = False) -> list[str]:
     return ['Memory:'] + lines
 
 
+#: shares whose cache space ``host plan`` prints per instance
+SHARE_EXAMPLES = (1, 10, 25)
+
+
+def _share_plan(casadm: casadm_mod.Casadm, item: hostprep.InstanceState
+                ) -> Optional[dict[str, Any]]:
+    """How many shared volumes the instance holds, what a share buys.
+
+    Ids and percent in use come from the running instance's IO-class
+    table (none when it is not running); None without a size.
+    """
+    if item.size_bytes is None:
+        return None
+    drains, shares = 0, []
+    if item.running is not None:
+        try:
+            table = casadm.list_io_classes(item.layout.cache_id)
+        except exception.CasError:
+            table = []
+        for entry in io_class_table.entries(table):
+            if entry.drained:
+                drains += 1
+            elif entry.share is not None:
+                shares.append(entry.share)
+    ids_left, percent_left = sizing.share_room(drains, shares)
+    usable = item.size_bytes - (item.metadata_bytes or 0)
+    return {'drains': drains, 'shares': len(shares),
+            'share_percent': sum(shares), 'ids_left': ids_left,
+            'percent_left': percent_left,
+            'bytes_per_share': {str(percent): sizing.share_bytes(
+                usable, item.layout.line_size_kib, percent)
+                for percent in SHARE_EXAMPLES}}
+
+
+def _share_lines(plans: list[tuple[int, Optional[dict[str, Any]]]],
+                 raw: bool = False) -> list[str]:
+    """The "Cache shares" section of host plan."""
+    lines = []
+    for cache_id, plan in plans:
+        if plan is None:
+            continue
+        lines.append(
+            '  instance %d: room for %d more shared volume(s) (%d IO class '
+            'ids of 32 left: %d drained, %d shared) within %d%% (shares '
+            'now sum to %d%%); a share of %s' % (
+                cache_id, min(plan['ids_left'], plan['percent_left']),
+                plan['ids_left'], plan['drains'], plan['shares'],
+                plan['percent_left'], plan['share_percent'], ', '.join(
+                    '%s%% caps a volume at %s' % (
+                        percent, output.size(size, raw))
+                    for percent, size in plan['bytes_per_share'].items())))
+    if not lines:
+        return []
+    return ['Cache shares (cas:cache_share; a cap, not a reservation):'] + \
+        lines
+
+
 def _defect_warnings(state: hostprep.HostState) -> list[str]:
     """Crash defects of the release; instances whose mode it can lose.
 
@@ -151,7 +209,8 @@ def _header(state: hostprep.HostState) -> str:
 
 #: ``host plan`` rows (``-f value``/``csv``/``-c``): one per instance
 PLAN_COLUMNS = ('cache_id', 'mode', 'device', 'running', 'size_bytes',
-                'metadata_bytes', 'actions', 'refusal')
+                'metadata_bytes', 'actions', 'refusal', 'share_ids_left',
+                'share_percent_left')
 
 
 def _survey_or_layout(casadm: casadm_mod.Casadm,
@@ -200,6 +259,9 @@ def run_plan(args: argparse.Namespace) -> int:
         False: 'its [caches] rows match the layout',
         None: 'cannot be read'}[changes]))
     lines += _ram_lines(state, raw)
+    share_plans = [(item.layout.cache_id, _share_plan(casadm, item))
+                   for item in state.instances]
+    lines += _share_lines(share_plans, raw)
     predictions = hostprep_drain.predict(casadm, state)
     known = [p for p in predictions if p.cache_bytes is not None]
     if known:
@@ -217,7 +279,12 @@ def run_plan(args: argparse.Namespace) -> int:
             'size_bytes': item.size_bytes,
             'metadata_bytes': item.metadata_bytes,
             'actions': [action.summary for action in item.actions],
-            'refusal': item.refusal} for item in state.instances],
+            'refusal': item.refusal,
+            'shares': plan,
+            'share_ids_left': plan and plan['ids_left'],
+            'share_percent_left': plan and plan['percent_left']}
+            for item, (_cache_id, plan) in zip(state.instances,
+                                               share_plans)],
         'unlisted': [{'cache_id': cache.cache_id, 'mode': cache.mode,
                       'device': cache.device} for cache in state.unlisted],
         'opencas_conf_would_change': changes,

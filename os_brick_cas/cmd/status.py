@@ -100,12 +100,36 @@ def render_table(reports: list[report.CacheReport],
             if core.drained:
                 lines.append('        drained: writes go straight to Ceph '
                              '(os-brick-cas undrain)')
+            share = share_line(core, raw)
+            if share:
+                lines.append('        ' + share)
             for holder in core.held_by:
                 lines.append('        held open by %s' % holder)
         lines.append('')
     lines.append('DIRTY is %s not yet written to Ceph.' % (
         'in 4 KiB blocks' if raw else 'the data (--raw: in 4 KiB blocks)'))
     return '\n'.join(lines) + '\n'
+
+
+def share_line(core: report.CoreReport, raw: bool = False
+               ) -> Optional[str]:
+    """The core's cache share: asked, held (or why not), use against cap."""
+    if core.share_asked is None and core.share_held is None:
+        return None
+    asked = ('asked %d%%' % core.share_asked if core.share_asked is not None
+             else 'no ask recorded')
+    if core.share_held is not None:
+        return 'share: %s, holds %d%%: %s of %s cap, %s dirty' % (
+            asked, core.share_held,
+            output.dirty(core.share_occupancy_blocks, raw),
+            output.dirty(core.share_cap_blocks, raw),
+            output.dirty(core.share_dirty_blocks, raw))
+    if core.drained:
+        return 'share: %s, held back while drained (undrain restores it)' % (
+            asked)
+    return ('share: %s, holds NONE: the IO-class budget of instance %d is '
+            'spent (cached uncapped in class 0; see "os-brick-cas doctor")'
+            % (asked, core.cache_id))
 
 
 def owner_lines(reports: list[report.CacheReport], host: str
@@ -133,7 +157,9 @@ def owner_lines(reports: list[report.CacheReport], host: str
 #: one row per core (``-f value``/``csv``/``-c``)
 COLUMNS = ('cache_id', 'core_id', 'volume_id', 'state', 'dirty_blocks',
            'device', 'drained', 'mode', 'read_hit_ratio', 'write_hit_ratio',
-           'dirty_bytes')
+           'dirty_bytes', 'share_asked', 'share_held',
+           'share_occupancy_blocks', 'share_dirty_blocks',
+           'share_cap_blocks')
 
 
 def _rows(reports: list[report.CacheReport]) -> list[tuple]:
@@ -141,7 +167,10 @@ def _rows(reports: list[report.CacheReport]) -> list[tuple]:
     return [(core.cache_id, core.core_id, core.volume_id or '-',
              core.status, _num(core.dirty_blocks), core.exported or '-',
              core.drained, cache.mode, _num(core.read_hit_ratio),
-             _num(core.write_hit_ratio), _num(_bytes(core.dirty_blocks)))
+             _num(core.write_hit_ratio), _num(_bytes(core.dirty_blocks)),
+             _num(core.share_asked), _num(core.share_held),
+             _num(core.share_occupancy_blocks),
+             _num(core.share_dirty_blocks), _num(core.share_cap_blocks))
             for cache in reports for core in cache.cores]
 
 

@@ -46,6 +46,7 @@ from os_brick_cas.metrics import opts
 from os_brick_cas.metrics import qemu
 from os_brick_cas.metrics import singleflight
 from os_brick_cas import report
+from os_brick_cas import share_usage
 
 LOG = logging.getLogger(__name__)
 PREFIX = 'os_brick_cas_'
@@ -161,6 +162,37 @@ class _Families:
             'unchecked = a comparison that could not be made). '
             '"os-brick-cas doctor" says what to do.',
             labels=['subject', 'kind'])
+        self.share = prom.GaugeMetricFamily(
+            PREFIX + 'core_share_ratio',
+            'The cache share (0..1 of the instance) the core\'s IO class '
+            'holds now; absent when it holds none.', labels=CORE_LABELS)
+        self.share_asked = prom.GaugeMetricFamily(
+            PREFIX + 'core_share_asked_ratio',
+            'The cache share (0..1) the volume\'s type asks for '
+            '(cas:cache_share); absent when it asks for none.',
+            labels=CORE_LABELS)
+        self.share_lost = prom.GaugeMetricFamily(
+            PREFIX + 'core_share_lost',
+            '1 when the volume asked for a cache share and holds none '
+            'because the instance\'s IO-class budget (32 classes, 100%) is '
+            'spent (not because it is drained); it is cached uncapped. '
+            '"os-brick-cas doctor" says what to do.', labels=CORE_LABELS)
+        self.share_usage = {
+            name: prom.GaugeMetricFamily(
+                PREFIX + 'core_share_' + name, text, labels=CORE_LABELS)
+            for name, text in (
+                ('cap_bytes', 'The cache space the core\'s share caps it '
+                 'at: ceil(share x cache lines).'),
+                ('occupancy_bytes', 'Cache space the core\'s share IO class '
+                 'holds (at most its cap).'),
+                ('dirty_bytes', 'Dirty data in the core\'s share IO '
+                 'class.'))}
+        self.share_pass_through = prom.CounterMetricFamily(
+            PREFIX + 'core_share_pass_through_reads',
+            'Reads of the core\'s share IO class that bypassed the cache '
+            '(a class at its cap whose own clean lines are not enough '
+            'reads from Ceph; sequential cut-off counts too). Open CAS '
+            'counts no evictions per class.', labels=CORE_LABELS)
         self.usage = {
             (level, name): prom.GaugeMetricFamily(
                 '%s%s_%s' % (PREFIX, level, name), text, labels=labels)
@@ -198,10 +230,31 @@ class _Families:
                 self.io_errors[level].add_metric(
                     labels + [device, direction], value)
 
+    def add_share(self, labels: list[str], share: share_usage.CoreShare
+                  ) -> None:
+        """The core's cache share: asked, held, its use against the cap."""
+        if share.asked is not None:
+            self.share_asked.add_metric(labels, share.asked / 100)
+            self.share_lost.add_metric(labels, 1 if share.lost else 0)
+        if share.held is None:
+            return
+        self.share.add_metric(labels, share.held / 100)
+        for name, blocks in (('cap_bytes', share.cap_blocks),
+                             ('occupancy_bytes', share.occupancy_blocks),
+                             ('dirty_bytes', share.dirty_blocks)):
+            if blocks is not None:
+                self.share_usage[name].add_metric(labels, blocks * BLOCK)
+        if share.pass_through_reads is not None:
+            self.share_pass_through.add_metric(labels,
+                                               share.pass_through_reads)
+
     def all(self) -> Iterator[prom.Metric]:
         yield from (self.up, self.error, self.cache_info, self.cache_running,
                     self.core_active, self.attachment, self.drained,
-                    self.dirty_for, self.drift)
+                    self.dirty_for, self.drift, self.share,
+                    self.share_asked, self.share_lost)
+        yield from self.share_usage.values()
+        yield self.share_pass_through
         yield from self.usage.values()
         yield from self.requests.values()
         yield from self.io_errors.values()
@@ -314,12 +367,18 @@ class CasCollector(registry.Collector):
         if stats is not None:
             families.add_stats('cache', cache_labels, stats)
         drained: set[int] = set()
-        if cache.current_mode in ('wb', 'wo') and cache.cores:
+        shares = None
+        if cache.cores:
+            # every instance's table: drift reads them all anyway
             table = run.call('io_classes', self.casadm.list_io_classes,
                              cache.cache_id)
             if table is not None:
                 tables[cache.cache_id] = table
-            drained = drain.drained_cores(table or [])
+                shares = run.call('io_class_stats',
+                                  share_usage.instance_shares, self.casadm,
+                                  cache, stats or {}, table)
+            if cache.current_mode in ('wb', 'wo'):
+                drained = drain.drained_cores(table or [])
         for core in cache.cores:
             image, volume_id = report.rbd_image_of(core.device)
             labels = cache_labels + [
@@ -330,6 +389,8 @@ class CasCollector(registry.Collector):
                 labels + [_attachment(core.device)], 1)
             families.drained.add_metric(
                 labels, 1 if core.core_id in drained else 0)
+            if shares is not None and core.core_id in shares.cores:
+                families.add_share(labels, shares.cores[core.core_id])
             stats = run.call('stats', self.casadm.stats, cache.cache_id,
                              core.core_id)
             if stats is None:

@@ -177,6 +177,13 @@ def stats(cache_id: int, core_id: Optional[int], timeout: int) -> Result:
 
 
 @privileged.default.entrypoint
+def io_class_stats(cache_id: int, timeout: int) -> Result:
+    """Usage and requests of every IO class of a cache, in CSV."""
+    return _run(['--stats', '--cache-id', str(validation.cache_id(cache_id)),
+                 '--output-format', 'csv', '--io-class-id'], timeout)
+
+
+@privileged.default.entrypoint
 def version(timeout: int) -> Result:
     """Versions of casadm and the kernel module in CSV."""
     return _run(['--version', '--output-format', 'csv'], timeout)

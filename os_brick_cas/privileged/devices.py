@@ -25,6 +25,7 @@ from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
 from os_brick_cas import ownership
 from os_brick_cas import privileged
 from os_brick_cas import rbd_names
+from os_brick_cas import share_asks
 from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
@@ -187,3 +188,28 @@ def forget_owner(link: str, cache_id: int, core_id: int) -> None:
     if record is not None and record.names_core(
             validation.cache_id(cache_id), validation.core_id(core_id)):
         os.unlink(ownership.record_path(link))
+
+
+@privileged.default.entrypoint
+def record_share(link: str, cache_id: int, core_id: int, share: int) -> None:
+    """Record that the core added as *link* asked for *share* percent."""
+    ask = share_asks.ShareAsk(
+        link=validation.rbd_link(link),
+        cache_id=validation.cache_id(cache_id),
+        core_id=validation.core_id(core_id),
+        share=validation.cache_share(share))
+    path = share_asks.record_path(ask.link)
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    temporary = '%s.tmp.%d' % (path, os.getpid())
+    with open(temporary, 'w') as record_file:
+        record_file.write(share_asks.encode(ask))
+    os.replace(temporary, path)
+
+
+@privileged.default.entrypoint
+def forget_share(link: str) -> None:
+    """Drop the share ask of the core added as *link* (idempotent)."""
+    try:
+        os.unlink(share_asks.record_path(validation.rbd_link(link)))
+    except FileNotFoundError:
+        pass

@@ -120,6 +120,10 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
             if not tokens:
                 raise Reply(1, '', 'Option %s requires a value\n' % token)
             args['name'] = tokens.pop(0)
+        elif token in ('-d', '--io-class-id') and verb == 'stats':
+            # an optional value (cas_main.c: CLI_OPTION_OPTIONAL_ARG)
+            args['io-class-id'] = (tokens.pop(0) if tokens and
+                                   not tokens[0].startswith('-') else '')
         elif token == '-f' and verb == 'io-class':
             if not tokens:
                 raise Reply(1, '', 'Option -f requires a value\n')
@@ -577,6 +581,8 @@ def stats(state: dict[str, Any], args: dict[str, Any]) -> Reply:
         if counters is not None:
             cache = datatrue.overlay_cache(cache, counters)
     release = releases.of(state.get('version'))
+    if 'io-class-id' in args:
+        return _io_class_stats(cache, args, release)
     if 'core-id' in args:
         core_id = _int(args, 'core-id')
         core = cache['cores'].get(str(core_id))
@@ -591,6 +597,26 @@ def stats(state: dict[str, Any], args: dict[str, Any]) -> Reply:
                        if _unresolved(state, core))
     return Reply(0, stats_mod.cache_csv(cache_id, cache, release,
                                         state.get('now')), warnings)
+
+
+def _io_class_stats(cache: dict[str, Any], args: dict[str, Any],
+                    release: releases.Release) -> Reply:
+    """``-P -i N -d [ID]``: every configured class, or class ID only."""
+    rows = cache.get('io_classes', ioclass.DEFAULT)
+    class_id = None
+    if args['io-class-id']:
+        class_id = _int(args, 'io-class-id')
+        if class_id not in {row[0] for row in rows}:
+            raise Reply(1, '', 'IO class %d is not configured.\n'
+                        % class_id)
+    if 'core-id' in args:
+        core_id = str(_int(args, 'core-id'))
+        if core_id not in cache['cores']:
+            raise Reply(1, '', 'No such core device in cache.\n')
+        cache = dict(cache, cores={core_id: cache['cores'][core_id]})
+    if args.get('output-format') != 'csv':
+        raise Reply(1, '', 'Only CSV output is simulated\n')
+    return Reply(0, stats_mod.io_class_csv(cache, rows, release, class_id))
 
 
 def start_cache(state: dict[str, Any], args: dict[str, Any]) -> Reply:

@@ -209,9 +209,18 @@ class CephCluster(fixtures.Fixture):
         probe = '%s/os-brick-cas-probe' % self.pool
         last: Optional[Exception] = None
         while time.monotonic() < end:
+            # bounded by what is left: while the pool's placement groups
+            # are still being created a create waits for them, and one
+            # cut short may still have made the image (a TCG guest on a
+            # loaded machine: "already exists" at every retry after it)
+            left = max(1.0, end - time.monotonic())
             try:
-                self.rbd('create', probe, '--size', '1M', timeout=15)
-                self.rbd('rm', probe, timeout=15)
+                try:
+                    self.rbd('create', probe, '--size', '1M', timeout=left)
+                except RuntimeError as exc:
+                    if 'already exists' not in str(exc):
+                        raise
+                self.rbd('rm', probe, timeout=left)
                 return
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 last = exc

@@ -23,19 +23,33 @@ descriptions again, about 1 s on the host and tens of seconds in the
 kernel tier's TCG guest. Stdlib and rados only.
 """
 
+import errno
 import json
 import sys
+import time
 
 import rados
 
 #: seconds to reach the young monitor, and for each command
 TIMEOUT = 120
+#: seconds a young monitor's EPERM refusals are retried
+REFUSED_FOR = 60
 
 
 def _command(cluster: 'rados.Rados', **command: object) -> bytes:
-    """One monitor command; SystemExit with the monitor's words if refused."""
-    code, output, status = cluster.mon_command(
-        json.dumps(command), b'', timeout=TIMEOUT)
+    """One monitor command; SystemExit with the monitor's words if refused.
+
+    A monitor that has just formed its quorum refuses now and then with
+    EPERM ("wrong fsid"): retried for REFUSED_FOR seconds (each command
+    here is idempotent: osd new with the same uuid gives the same id).
+    """
+    end = time.monotonic() + REFUSED_FOR
+    while True:
+        code, output, status = cluster.mon_command(
+            json.dumps(command), b'', timeout=TIMEOUT)
+        if code != -errno.EPERM or time.monotonic() > end:
+            break
+        time.sleep(1)
     if code:
         raise SystemExit('ceph %s refused (%d): %s' % (
             command['prefix'], code, status))

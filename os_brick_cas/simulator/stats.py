@@ -265,3 +265,72 @@ def core_csv(cache_id: int, core_id: int, cache: dict[str, Any],
                          occupancy))
     values.update(_request_columns(core))
     return _line(core_columns(release), values)
+
+
+#: usage rows of an IO class (print_ioclass_usage_stats: no "Free")
+_CLASS_USAGE = ('Occupancy', 'Clean', 'Dirty')
+
+
+def io_class_columns(release: releases.Release) -> list[str]:
+    """The header of ``casadm -P -i N -d -o csv`` in *release*.
+
+    print_stats_ioclass: the class's configuration, its usage without
+    "Free", request and block counters (plural: summed over the cores),
+    no error counters.
+    """
+    usage = ['%s [%s]' % (name, unit) for name in _CLASS_USAGE
+             for unit in (BLOCKS, '%')]
+    counters = [column for column in _counter_columns('(s)', release)
+                if column.split(' [')[0] not in
+                ('Occupancy', 'Free', 'Clean', 'Dirty') and
+                'errors' not in column]
+    return ['IO class ID', 'IO class name', 'Eviction priority',
+            'Max size'] + usage + counters
+
+
+def classify(rows: list[list], core_id: int) -> int:
+    """The class id of core *core_id*'s requests (``core_id:eq:N`` rules).
+
+    Rules are taken in class-id order, the last match wins unless
+    ``done`` stops evaluation (classifier.c); class 0 otherwise.
+    """
+    chosen = 0
+    for class_id, name, _priority, _percent in sorted(rows):
+        terms = name.split('&')
+        if 'core_id:eq:%d' % core_id in terms:
+            chosen = class_id
+            if 'done' in terms:
+                break
+    return chosen
+
+
+def io_class_csv(cache: dict[str, Any], rows: list[list],
+                 release: releases.Release,
+                 class_id: Optional[int] = None) -> str:
+    """``casadm -P -i N -d [ID] -o csv``: one line per configured class.
+
+    A class's numbers are the sums over the cores whose requests it
+    matches; Occupancy % is of the cache size, Clean and Dirty % of the
+    class's occupancy.
+    """
+    header = io_class_columns(release)
+    lines = [','.join(header)]
+    size = cache['size_blocks']
+    for row_id, name, priority, percent in sorted(rows):
+        if class_id is not None and row_id != class_id:
+            continue
+        cores = [core for core_id, core in cache['cores'].items()
+                 if classify(rows, int(core_id)) == row_id]
+        occupancy = sum(c['dirty'] + c['clean'] for c in cores)
+        dirty = sum(c['dirty'] for c in cores)
+        values = {'IO class ID': str(row_id), 'IO class name': name,
+                  'Eviction priority': 'Pinned' if priority is None
+                  else str(priority), 'Max size': '%d%%' % percent}
+        values.update(_usage(occupancy, dirty, size, occupancy))
+        values['Occupancy [%]'] = _pct(occupancy, size)
+        values.update(_request_columns({key: sum(
+            c.get(key, 0) for c in cores) for key in (
+                'read_hits', 'read_total', 'write_hits', 'write_total') +
+            OPTIONAL}))
+        lines.append(_line(header, values).splitlines()[1])
+    return '\n'.join(lines) + '\n'

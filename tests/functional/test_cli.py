@@ -253,6 +253,9 @@ class DoctorTestCase(CliTestCase):
         self.assertFalse([line for line in lines if line.startswith('FAIL')])
         self.assertIn('WARN udev rule 60-os-brick-cas-rbd.rules is not '
                       'installed', '\n'.join(lines))
+        # the rule with this installation's namer path (issue 37)
+        self.assertIn('Run "os-brick-cas host install-files --only '
+                      'udev-rule"', '\n'.join(lines))
 
     def test_a_udev_rule_without_nowatch_is_a_warning(self):
         # an os-brick-cas 2.x rule: krbd naming only
@@ -363,7 +366,7 @@ class DoctorTestCase(CliTestCase):
              'shared-dirs',
              'cache-instances', 'opencas-defects',
              'stopped-caches', 'persistence', 'cores', 'drain',
-             'fallback-policy', 'owners', 'host-layout', 'drift'],
+             'fallback-policy', 'shares', 'owners', 'host-layout', 'drift'],
             list(dict.fromkeys(f['check'] for f in doc['findings'])))
 
     def test_simulated_host_is_told_by_casadm_itself(self):

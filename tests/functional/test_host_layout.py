@@ -405,3 +405,34 @@ class HostLayoutTestCase(base.FunctionalTestCase):
         self.assertIn('no size_gib in the layout', memory)
         self.assertNotIn('Drain time', out)
         self.assertNotIn('Open CAS needs about', out)
+
+    def test_plan_says_how_many_shared_volumes_fit_and_what_a_share_buys(
+            self):
+        # issue 35: ids and percent left per instance, cache per share
+        code, _out, err = self.host_cli('apply')
+        self.assertEqual(0, code, err)
+        table = os.path.join(self.tmp, 'table.csv')
+        with open(table, 'w') as out:
+            out.write('IO class id,IO class name,Eviction priority,'
+                      'Allocation\n0,unclassified,255,0.7\n'
+                      '1,core_id:eq:1&done,,0.3\n2,core_id:eq:2&done,0,0\n')
+        self._tool('casadm', '-C', '-C', '-i', '2', '-f', table)
+        code, out, err = self.host_cli('plan', '-f', 'json')
+        self.assertEqual(0, code, err)
+        plans = {item['cache_id']: item['shares']
+                 for item in __import__('json').loads(out)['instances']}
+        self.assertEqual((0, 0, 32, 100), tuple(plans[1][key] for key in (
+            'drains', 'shares', 'ids_left', 'percent_left')))
+        self.assertEqual((1, 1, 30, 30, 70), tuple(plans[2][key] for key in (
+            'drains', 'shares', 'share_percent', 'ids_left',
+            'percent_left')))
+        # 200 GiB less its metadata (0.175 % at 64 KiB lines), in whole
+        # 64 KiB lines, a quarter of them rounded up
+        lines = (200 * GIB - math.ceil(200 * GIB * 0.00175)) // (64 << 10)
+        self.assertAlmostEqual(math.ceil(lines / 4) * (64 << 10),
+                               plans[2]['bytes_per_share']['25'],
+                               delta=64 << 10)
+        code, out, err = self.host_cli('plan')
+        self.assertIn('instance 2: room for 30 more shared volume(s) (30 IO '
+                      'class ids of 32 left: 1 drained, 1 shared) within 70%',
+                      out)

@@ -51,6 +51,7 @@ MODULES = ['os_brick_cas.cmd.checks.host',
            'os_brick_cas.cmd.checks.locking',
            'os_brick_cas.cmd.checks.shared_dirs',
            'os_brick_cas.cmd.checks.instances',
+           'os_brick_cas.cmd.checks.shares',
            'os_brick_cas.cmd.checks.owners',
            'os_brick_cas.cmd.checks.hostprep',
            'os_brick_cas.cmd.checks.lifecycle']

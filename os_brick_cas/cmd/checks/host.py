@@ -53,6 +53,8 @@ NOWATCH = re.compile(r'^[^#]*KERNEL=="cas[^"]*"[^#]*OPTIONS:="nowatch"',
                      re.MULTILINE)
 UDEV_DIRS = ('/etc/udev/rules.d', '/lib/udev/rules.d',
              '/usr/lib/udev/rules.d')
+#: what installs the rule with this installation's namer path
+INSTALL_RULE = 'os-brick-cas host install-files --only udev-rule'
 
 
 def rooted(path: str) -> str:
@@ -181,15 +183,20 @@ def rootwrap_filter(host: Host) -> Iterator[Finding]:
 @register('udev-rule')
 def udev_rule(host: Host) -> Iterator[Finding]:
     """The udev rule naming krbd devices is installed and its namer exists."""
+    if config.ROOT == '/' and simulated(host):
+        raise NotChecked('simulated host (casadm -V says it is the '
+                         'os-brick-cas host simulator): udev never sees its '
+                         'devices (the connector or the stand-in rbd makes '
+                         'the /dev/disk/by-id links)')
     paths = [rooted(os.path.join(d, UDEV_RULE)) for d in UDEV_DIRS]
     installed = [path for path in paths if os.path.isfile(path)]
     if not installed:
         yield Finding(WARN, 'udev rule %s is not installed (%s): the '
                             'connector creates the /dev/disk/by-id links '
                             'itself, but links of devices mapped outside '
-                            'os-brick-cas are missing. Install etc/udev/'
-                            'rules.d/%s and run "udevadm control --reload".'
-                            % (UDEV_RULE, ', '.join(UDEV_DIRS), UDEV_RULE))
+                            'os-brick-cas are missing. Run "%s" and '
+                            '"udevadm control --reload".'
+                            % (UDEV_RULE, ', '.join(UDEV_DIRS), INSTALL_RULE))
         return
     with open(installed[0]) as rule:
         text = rule.read()
@@ -200,18 +207,20 @@ def udev_rule(host: Host) -> Iterator[Finding]:
                             'a writer such as QEMU closes a cached disk, '
                             'udev reads it through the page cache, and on '
                             'Open CAS v26.03 such reads can lose write-back '
-                            'writes (README, "Known data-loss defect"). '
-                            'Install etc/udev/rules.d/%s of this release and '
-                            'run "udevadm control --reload".'
-                            % (installed[0], UDEV_RULE))
+                            'writes (doc/source/admin/'
+                            'opencas-hit-invalid-race.rst). '
+                            'Run "%s" (this release\'s rule) and "udevadm '
+                            'control --reload".'
+                            % (installed[0], INSTALL_RULE))
     missing = [p for p in programs if not os.access(rooted(p), os.X_OK)]
     if missing:
         yield Finding(WARN, 'udev rule %s runs %s, which is not an '
                             'executable here: udev creates no by-id link '
-                            '(the connector then creates it itself). Fix '
-                            'the path in the rule to where the package put '
-                            'os-brick-cas-rbd-namer.' % (installed[0],
-                                                         missing[0]))
+                            '(the connector then creates it itself). Run '
+                            '"%s" with this installation\'s os-brick-cas (it '
+                            'writes its namer\'s path into the rule) and '
+                            '"udevadm control --reload".'
+                            % (installed[0], missing[0], INSTALL_RULE))
     else:
         yield Finding(OK, 'udev rule %s is installed' % installed[0])
 

@@ -26,6 +26,7 @@ import collections
 import json
 import math
 import os
+from typing import Optional
 import uuid
 
 LINE = 4096
@@ -354,17 +355,64 @@ class CacheEngine(object):
         return max(1, math.ceil(round(klass.allocation * 100) *
                                 self.lines / 100))
 
-    def _free_slot(self, klass: IoClass) -> int:
-        cap = self.class_cap(klass)
-        in_class = [k for k, v in self.map.items() if v[2] == klass.id]
-        victims = None
-        if len(in_class) >= cap:
-            victims = in_class
-        elif len(self.map) >= self.lines:
-            victims = list(self.map)
-        if victims:
+    def _capped(self) -> bool:
+        """Whether a class that maps lines has a cap below the cache."""
+        return any(0 < c.allocation and self.class_cap(c) < self.lines
+                   for c in self.io_classes)
+
+    def _class_by_id(self, class_id: int) -> Optional[IoClass]:
+        return next((c for c in self.io_classes if c.id == class_id), None)
+
+    def _evictable(self, class_id: int, requester: IoClass,
+                   counts: collections.Counter) -> bool:
+        """Whether a miss of *requester* may take a line of *class_id*."""
+        other = self._class_by_id(class_id)
+        if other is None or counts[class_id] > self.class_cap(other):
+            return True
+        if other.priority is None:
+            return False        # pinned: only over its cap
+        return requester.priority is None or \
+            other.priority >= requester.priority
+
+    def _victim(self, klass: IoClass) -> Optional[tuple]:
+        """The line a miss of *klass* takes: () a free one, None no room.
+
+        With caps (a class that maps lines has less than the whole
+        cache), ocf_space.c and ocf_lru.c: a class at its cap evicts only
+        its own clean lines (LRU first); under its cap, in a full cache,
+        it takes clean lines of classes over their cap, then of classes
+        whose priority value is at least its own; a pinned class is
+        evicted only over its cap; dirty lines are never evicted. Without
+        caps the older model stays: the LRU line, cleaned first.
+        """
+        counts = collections.Counter(v[2] for v in self.map.values())
+        at_cap = counts[klass.id] >= self.class_cap(klass)
+        if not self._capped():
+            if not at_cap and len(self.map) < self.lines:
+                return ()
+            return next(iter(self.map), None)
+        if at_cap:
+            return next((k for k, v in self.map.items()
+                         if v[2] == klass.id and not v[1]), None)
+        if len(self.map) < self.lines:
+            return ()
+        clean = [(k, v[2]) for k, v in self.map.items() if not v[1]]
+        over = next((k for k, class_id in clean
+                     if self._class_by_id(class_id) is None or
+                     counts[class_id] > self.class_cap(
+                         self._class_by_id(class_id))), None)
+        if over is not None:
+            return over
+        return next((k for k, class_id in clean
+                     if self._evictable(class_id, klass, counts)), None)
+
+    def _free_slot(self, klass: IoClass) -> Optional[int]:
+        """A slot for a new line of *klass*, or None (no room: bypass)."""
+        victim = self._victim(klass)
+        if victim is None:
+            return None
+        if victim:
             self._reused = True
-            victim = victims[0]
             self._clean(victim)
             os.fsync(self._core_fd(victim[0]))
             self._changed.add(victim)
@@ -376,11 +424,15 @@ class CacheEngine(object):
         return min(set(range(self.lines)) - used)
 
     def _insert(self, key: tuple, data: bytes, dirty: bool,
-                klass: IoClass) -> None:
+                klass: IoClass) -> bool:
+        """Map *key* in *klass*; False when the class has no room."""
         slot = self._free_slot(klass)
+        if slot is None:
+            return False
         self._write_slot(slot, data)
         self.map[key] = [slot, dirty, klass.id]
         self._changed.add(key)
+        return True
 
     def read(self, core_id: int, offset: int, length: int) -> bytes:
         """Read through the cache, promoting misses as the mode says."""
@@ -389,16 +441,11 @@ class CacheEngine(object):
         keys = [(core_id, n) for n in range(first, last + 1)]
         hits = sum(1 for k in keys if k in self.map)
         bypass = self.mode == 'pt' or klass.allocation == 0
-        if bypass:
-            self._count(core_id, 'pass_through_reads')
-        elif hits == len(keys):
-            self._count(core_id, 'read_hits')
-        elif hits:
-            self._count(core_id, 'read_partial_misses')
-        else:
-            self._count(core_id, 'read_full_misses')
         out = []
         self._reused = False
+        # no room in the class (at its cap, only dirty lines of its own):
+        # the rest of the request passes through, counted as such
+        no_room = False
         for key in keys:
             if key in self.map:
                 if bypass:
@@ -412,9 +459,17 @@ class CacheEngine(object):
                 out.append(self._read_slot(self.map[key][0]))
                 continue
             data = self._read_core_line(*key)
-            if not bypass and self.mode != 'wo':
-                self._insert(key, data, False, klass)
+            if not bypass and not no_room and self.mode != 'wo':
+                no_room = not self._insert(key, data, False, klass)
             out.append(data)
+        if bypass or no_room:
+            self._count(core_id, 'pass_through_reads')
+        elif hits == len(keys):
+            self._count(core_id, 'read_hits')
+        elif hits:
+            self._count(core_id, 'read_partial_misses')
+        else:
+            self._count(core_id, 'read_full_misses')
         if self._reused:
             # lines left the map: commit before their slots are reused
             self.commit()
@@ -431,14 +486,7 @@ class CacheEngine(object):
         first, last = offset // LINE, (end - 1) // LINE
         keys = [(core_id, n) for n in range(first, last + 1)]
         hits = sum(1 for k in keys if k in self.map)
-        if bypass:
-            self._count(core_id, 'pass_through_writes')
-        elif hits == len(keys):
-            self._count(core_id, 'write_hits')
-        elif hits:
-            self._count(core_id, 'write_partial_misses')
-        else:
-            self._count(core_id, 'write_full_misses')
+        no_room = False
         core = self._core_fd(core_id)
         for key in keys:
             base = key[1] * LINE
@@ -466,15 +514,27 @@ class CacheEngine(object):
                     self.map[key][1] = True
                     self._changed.add(key)
                     self.map.move_to_end(key)
-                else:
-                    self._insert(key, bytes(line), True, klass)
+                elif no_room or not self._insert(key, bytes(line), True,
+                                                 klass):
+                    # no room in the class: write-invalidate (the line is
+                    # not mapped, so the write goes straight to the core)
+                    no_room = True
+                    os.pwrite(core, piece, lo)
                 continue
             os.pwrite(core, piece, lo)
             if hit:
                 self._write_slot(self.map[key][0], bytes(line))
                 self.map.move_to_end(key)
-            elif self.mode == 'wt':
-                self._insert(key, bytes(line), False, klass)
+            elif self.mode == 'wt' and not no_room:
+                no_room = not self._insert(key, bytes(line), False, klass)
+        if bypass or no_room:
+            self._count(core_id, 'pass_through_writes')
+        elif hits == len(keys):
+            self._count(core_id, 'write_hits')
+        elif hits:
+            self._count(core_id, 'write_partial_misses')
+        else:
+            self._count(core_id, 'write_full_misses')
         self.commit()
 
     def flush(self, core_id: int = None) -> int:

@@ -75,3 +75,17 @@ class SizingTestCase(testtools.TestCase):
             '/dev/disk/by-id/nvme-X-part2', root))
         self.assertIsNone(sizing.block_device_bytes('/dev/disk/by-id/no',
                                                     root))
+
+
+class ShareSizingTestCase(testtools.TestCase):
+
+    def test_a_share_is_whole_lines_rounded_up(self):
+        # 10 lines of 64 KiB: 25% is 2.5 lines, so 3
+        self.assertEqual(3 * 64 * sizing.KIB,
+                         sizing.share_bytes(10 * 64 * sizing.KIB, 64, 25))
+        self.assertEqual(0, sizing.share_bytes(0, 4, 25))
+
+    def test_drains_take_ids_shares_take_ids_and_percent(self):
+        self.assertEqual((32, 100), sizing.share_room(0, []))
+        self.assertEqual((28, 55), sizing.share_room(2, [30, 15]))
+        self.assertEqual((0, 0), sizing.share_room(32, [60, 50]))
