@@ -216,8 +216,7 @@ def host_report(casadm: casadm_mod.Casadm,
     configured = configured or {}
     reports = []
     caches = casadm.list_caches()
-    held = openers.openers(core.exported for cache in caches
-                           for core in cache.cores if core.exported)
+    held = holders(caches)
     for cache in caches:
         stats = _stats(casadm, cache.cache_id)
         table = _table(casadm, cache)
@@ -236,6 +235,17 @@ def host_report(casadm: casadm_mod.Casadm,
                                shares.get(core.core_id))
                    for core in cache.cores]))
     return reports
+
+
+def holders(caches: list[casadm_mod.CacheInstance]
+            ) -> dict[str, list[openers.Opener]]:
+    """The processes holding each core's exported device open, by device.
+
+    What status shows under a core and doctor's ``holders`` check says:
+    while any holds it, the core cannot be removed.
+    """
+    return openers.openers(core.exported for cache in caches
+                           for core in cache.cores if core.exported)
 
 
 def _with_state(core: CoreReport, drained: set[int],

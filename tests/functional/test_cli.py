@@ -50,6 +50,8 @@ CINDER = 'http://cinder.fake/v3/project'
 
 VOL_WT = str(uuid.UUID(int=0xc11))
 VOL_WB = str(uuid.UUID(int=0xc12))
+#: nova's instance uuid, which QEMU's argv carries as ``-uuid``
+INSTANCE = str(uuid.UUID(int=0x1a5))
 
 
 def write_cli_conf(test: base.FunctionalTestCase) -> str:
@@ -283,6 +285,68 @@ class DoctorTestCase(CliTestCase):
         self.assertTrue(line.startswith('FAIL mode wb -> cache instance 2 is '
                                         'Incomplete: core(s) %d are inactive'
                                         % core.core_id), line)
+
+    def hold(self, path: str, *argv: str) -> subprocess.Popen:
+        """A real process holding *path* open, as QEMU holds /dev/casX-Y.
+
+        The simulated casadm is told as well, so it refuses the removal
+        as Open CAS does while the export is open.
+        """
+        with open(path, 'rb') as held:
+            process = subprocess.Popen(
+                [sys.executable, '-c', 'import time; time.sleep(120)'] +
+                list(argv), stdin=held)
+        self.addCleanup(process.wait)
+        self.addCleanup(process.kill)
+        self.host.set_open(path)
+        self.addCleanup(self.host.set_open, path, False)
+        return process
+
+    @staticmethod
+    def command_of(process: subprocess.Popen) -> str:
+        with open('/proc/%d/comm' % process.pid) as comm:
+            return comm.read().strip()
+
+    def test_names_who_holds_a_core_and_what_to_do(self):
+        # main: only status named the holder (issue 34 point 2)
+        info = self.attach(VOL_WB, 'wb')
+        [core] = self.cores()
+        self.host.set_dirty(core.cache_id, core.core_id, 7)
+        qemu = self.hold(info['path'], '-uuid', INSTANCE)
+
+        code, lines = self.doctor()
+
+        self.assertEqual(0, code, lines)
+        held = [line for line in lines if 'held open' in line]
+        self.assertEqual(1, len(held), lines)
+        [line] = held
+        self.assertTrue(line.startswith(
+            'OK   volume %s: core %d of cache instance 2 (%s) is held open '
+            'by %s (pid %d) of instance %s; it cannot be removed' % (
+                VOL_WB, core.core_id, info['path'], self.command_of(qemu),
+                qemu.pid, INSTANCE)), line)
+        self.assertIn('stop the server, then detach again', line)
+
+        # not a server's QEMU (e.g. a mount or a stray dd): a warning
+        qemu.kill()
+        qemu.wait()
+        stray = self.hold(info['path'])
+        code, lines = self.doctor()
+        self.assertEqual(1, code, lines)
+        held = [line for line in lines if 'held open' in line]
+        self.assertEqual(1, len(held), lines)
+        [line] = held
+        self.assertTrue(line.startswith(
+            "WARN volume %s: core %d of cache instance 2 (%s) is held open "
+            "by %s (pid %d), not by a server's QEMU" % (
+                VOL_WB, core.core_id, info['path'], self.command_of(stray),
+                stray.pid)), line)
+
+        stray.kill()
+        stray.wait()
+        code, lines = self.doctor()
+        self.assertEqual((0, []), (code, [line for line in lines
+                                          if 'held open' in line]))
 
     def test_json_findings_carry_check_and_volume_ids(self):
         # main: findings had only level and message

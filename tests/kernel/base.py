@@ -285,22 +285,28 @@ class KernelTestCase(testtools.TestCase):
 
     def assert_ceph_holds(self, image: str, offset: int,
                           data: bytes) -> None:
-        """librbd reads *data* at *offset*; else say which blocks differ.
+        """librbd reads *data* at *offset*; else say which blocks differ."""
+        differs = self.ceph_differs(image, offset, data)
+        if differs:
+            self.fail(differs)
 
-        On a mismatch the 4 KiB blocks are mapped (``=`` as written, ``0``
-        zeros, ``x`` other) for a read at once and one 3 s later, so a
-        failure tells a read racing the cluster from bytes that never
-        reached it.
+    @staticmethod
+    def ceph_differs(image: str, offset: int, data: bytes) -> Optional[str]:
+        """None if librbd reads *data* at *offset*, else which blocks differ.
+
+        The 4 KiB blocks are mapped (``=`` as written, ``0`` zeros, ``x``
+        other) for a read at once and one 3 s later, so a failure tells a
+        read racing the cluster from bytes that never reached it.
         """
         first = real_ceph.read(CEPH_CONF, image, offset, len(data))
         if first == data:
-            return
+            return None
         time.sleep(3)
         later = real_ceph.read(CEPH_CONF, image, offset, len(data))
-        self.fail('Ceph does not hold the %d bytes written at %d of %s:\n'
-                  '  at once: %s\n  3 s on: %s' % (
-                      len(data), offset, image, block_map(first, data),
-                      block_map(later, data)))
+        return ('Ceph does not hold the %d bytes written at %d of %s:\n'
+                '  at once: %s\n  3 s on: %s' % (
+                    len(data), offset, image, block_map(first, data),
+                    block_map(later, data)))
 
     # -- the guest's disk ------------------------------------------------
     @staticmethod

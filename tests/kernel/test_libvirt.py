@@ -34,8 +34,10 @@ from typing import Any, Optional
 import uuid
 
 import fixtures
+from testtools import matchers
 
 from os_brick_cas import casadm
+from os_brick_cas.cmd import doctor as doctor_cmd
 from os_brick_cas.cmd import status as status_cmd
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
@@ -238,24 +240,43 @@ class LibvirtTierBase(base.KernelTestCase):
         self.assertRegex(got, r'read %d/%d bytes at offset %d' % (
             length, length, offset))
 
-    def assert_live_disk(self, exported: str) -> None:
+    # Checks that do not depend on each other are expectations
+    # (testtools' expectThat): a failed one is reported and the test goes
+    # on, so one guest run with several behaviours broken on purpose shows
+    # each of their checks failing.
+    def expect_ceph_holds(self, image: str, offset: int, data: bytes,
+                          why: str) -> None:
+        self.expectThat(self.ceph_differs(image, offset, data),
+                        matchers.Is(None), why)
+
+    def expect_not_in_ceph(self, image: str, offset: int, data: bytes,
+                           why: str) -> None:
+        self.expectThat(self.in_ceph(image, offset, len(data)),
+                        matchers.NotEquals(base.blockio.digest(data)), why)
+
+    def expect_live_disk(self, exported: str) -> None:
         """The live XML is nova's block disk on /dev/casX-Y."""
         disk = self.domain.disk(TARGET)
         self.assertIsNotNone(disk, 'no %s in the live domain' % TARGET)
         driver = disk.find('driver')
-        self.assertEqual(
-            ('block', exported, 'qemu', 'raw', 'none', 'native', 'unmap',
-             'virtio'),
+        self.expectThat(
             (disk.get('type'), disk.find('source').get('dev'),
              driver.get('name'), driver.get('type'), driver.get('cache'),
              driver.get('io'), driver.get('discard'),
-             disk.find('target').get('bus')))
+             disk.find('target').get('bus')),
+            matchers.Equals(('block', exported, 'qemu', 'raw', 'none',
+                             'native', 'unmap', 'virtio')),
+            "the live domain XML is not nova's block disk "
+            "(type, source dev, driver name, type, cache, io, discard, bus)")
 
-    def assert_qemu_direct(self, exported: str) -> None:
+    def expect_qemu_direct(self, exported: str) -> None:
         flags = self.domain.open_flags(exported)
         self.assertTrue(flags, 'QEMU does not hold %s' % exported)
-        self.assertEqual([libvirt_host.O_DIRECT] * len(flags),
-                         [flag & libvirt_host.O_DIRECT for flag in flags])
+        self.expectThat(['0%o' % flag for flag in flags
+                         if not flag & libvirt_host.O_DIRECT],
+                        matchers.Equals([]),
+                        'QEMU holds %s without O_DIRECT (fdinfo flags)'
+                        % exported)
 
     def core_of(self, image: str):
         """The one core on the host, which must be *image*'s."""
@@ -280,32 +301,41 @@ class CachedDiskTestCase(LibvirtTierBase):
         info = self.connection_info(image, mode)
         self.nova_ok('attach', info)
         core = self.core_of(image)
-        self.assertEqual(mode, [cache.mode for cache in self.cache_list()
-                                if cache.cache_id == core.cache_id][0])
-        self.assert_live_disk(core.exported)
-        self.assert_qemu_direct(core.exported)
+        self.expectThat([cache.mode for cache in self.cache_list()
+                         if cache.cache_id == core.cache_id],
+                        matchers.Equals([mode]),
+                        'the core is not in a %s cache instance' % mode)
+        self.expect_live_disk(core.exported)
+        self.expect_qemu_direct(core.exported)
 
         data = bytes([PATTERN]) * PATTERN_LEN
         self.qemu_write(PATTERN, PATTERN_AT, PATTERN_LEN)
         self.qemu_read_back(PATTERN, PATTERN_AT, PATTERN_LEN)
         if mode == 'wt':
-            self.assert_ceph_holds(image, PATTERN_AT, data)
+            self.expect_ceph_holds(image, PATTERN_AT, data,
+                                   'wt: not in Ceph at once')
         else:
-            self.assertEqual(PATTERN_LEN // 4096, self.dirty(core))
-            self.assertNotEqual(base.blockio.digest(data),
-                                self.in_ceph(image, PATTERN_AT,
-                                             PATTERN_LEN))
+            self.expectThat(self.dirty(core), matchers.Equals(
+                PATTERN_LEN // 4096),
+                'wb: the bytes written are not all dirty in the cache')
+            self.expect_not_in_ceph(image, PATTERN_AT, data,
+                                    'wb: in Ceph before the detach')
         return image, info, core
 
     def _detach(self, image: str, info: dict[str, Any], core: Any) -> None:
         answer = self.nova_ok('detach', info)
         # nova handed the volume to the product's disconnect only after
         # QEMU had let go of the exported device
-        self.assertEqual([[]], answer['qemu_held_at_disconnect'])
-        self.assertIsNone(self.domain.disk(TARGET))
-        self.assertEqual([], self.domain.open_flags(core.exported))
-        self.assert_ceph_holds(image, PATTERN_AT,
-                               bytes([PATTERN]) * PATTERN_LEN)
+        self.expectThat(answer['qemu_held_at_disconnect'],
+                        matchers.Equals([[]]),
+                        'QEMU still held /dev/cas* at the disconnect')
+        self.expectThat(self.domain.disk(TARGET), matchers.Is(None),
+                        'the disk is still in the live domain')
+        self.expectThat(self.domain.open_flags(core.exported),
+                        matchers.Equals([]), 'QEMU still holds the device')
+        self.expect_ceph_holds(image, PATTERN_AT,
+                               bytes([PATTERN]) * PATTERN_LEN,
+                               'not in Ceph after the detach')
         self.assert_clean_host()
 
     def test_write_through_disk(self):
@@ -313,12 +343,15 @@ class CachedDiskTestCase(LibvirtTierBase):
         # a discard through QEMU reaches Ceph (written first, so a discard
         # that stops in the cache leaves the bytes there)
         self.qemu_write(0x33, DISCARD_AT, DISCARD_LEN)
-        self.assert_ceph_holds(image, DISCARD_AT,
-                               bytes([0x33]) * DISCARD_LEN)
+        self.expect_ceph_holds(image, DISCARD_AT, bytes([0x33]) * DISCARD_LEN,
+                               'wt: the bytes to discard are not in Ceph')
         got = self.qemu_io('discard %d %d' % (DISCARD_AT, DISCARD_LEN))
-        self.assertRegex(got, r'discard %d/%d bytes at offset %d' % (
-            DISCARD_LEN, DISCARD_LEN, DISCARD_AT))
-        self.assert_ceph_holds(image, DISCARD_AT, bytes(DISCARD_LEN))
+        self.expectThat(got, matchers.Contains(
+            'discard %d/%d bytes at offset %d' % (
+                DISCARD_LEN, DISCARD_LEN, DISCARD_AT)),
+            "qemu-io's discard did not complete")
+        self.expect_ceph_holds(image, DISCARD_AT, bytes(DISCARD_LEN),
+                               'the discard through QEMU did not reach Ceph')
         self._detach(image, info, core)
 
     def test_write_back_disk(self):
@@ -338,29 +371,48 @@ class UnackedUnplugTestCase(LibvirtTierBase):
         info = self.connection_info(image, 'wb')
         self.nova_ok('attach', info)
         core = self.core_of(image)
+        self.expect_live_disk(core.exported)
+        self.expect_qemu_direct(core.exported)
         data = bytes([PATTERN]) * PATTERN_LEN
         self.qemu_write(PATTERN, PATTERN_AT, PATTERN_LEN)
         dirty = self.dirty(core)
-        self.assertEqual(PATTERN_LEN // 4096, dirty)
+        self.expectThat(dirty, matchers.Equals(PATTERN_LEN // 4096),
+                        'wb: the bytes written are not all dirty in the cache')
 
         answer = self.nova_call('detach', info)
 
         # nova gives up waiting for the unplug and never disconnects
-        self.assertEqual(('DeviceDetachFailed', False),
-                         (answer.get('error'), answer['disconnect_called']))
+        self.expectThat((answer.get('error'), answer['disconnect_called']),
+                        matchers.Equals(('DeviceDetachFailed', False)),
+                        "nova's detach (error, disconnect called)")
         # QEMU still holds the core's device: the core, its mapping and
         # its dirty data all stay on this host, nothing reached Ceph
-        self.assertTrue(self.domain.open_flags(core.exported))
-        self.assertEqual([core], self.cores())
-        self.assertEqual('Active', core.status)
-        self.assertEqual(1, len(self.mapped_devices()))
-        self.assertEqual(dirty, self.dirty(core))
-        self.assertNotEqual(base.blockio.digest(data),
-                            self.in_ceph(image, PATTERN_AT, PATTERN_LEN))
+        self.expectThat(self.domain.open_flags(core.exported),
+                        matchers.Not(matchers.Equals([])),
+                        'QEMU no longer holds the device')
+        self.expectThat(self.cores(), matchers.Equals([core]),
+                        'the core did not stay as it was')
+        self.expectThat(len(self.mapped_devices()), matchers.Equals(1),
+                        'the mapping did not stay')
+        self.expectThat(self.dirty(core), matchers.Equals(dirty),
+                        'the dirty data did not stay in the cache')
+        self.expect_not_in_ceph(image, PATTERN_AT, data,
+                                'in Ceph although the core was not flushed')
         # the operator sees who holds it (os-brick-cas status)
         shown = status_cmd.render_table(report.host_report(casadm.Casadm()))
-        self.assertIn('held open by qemu-system-x86 (pid %d) of instance %s'
-                      % (self.domain.qemu_pid(), self.instance_uuid), shown)
+        self.expectThat(shown, matchers.Contains(
+            'held open by qemu-system-x86 (pid %d) of instance %s'
+            % (self.domain.qemu_pid(), self.instance_uuid)),
+            'status does not name the holder')
+        # and doctor, with what to do (report.holders, as status)
+        told = [finding.message for finding in doctor_cmd.check_host(
+            casadm.Casadm(), host='kernel-guest-compute')
+            if finding.check == 'holders']
+        holder = ('is held open by qemu-system-x86 (pid %d) of instance %s; '
+                  'it cannot be removed' % (self.domain.qemu_pid(),
+                                            self.instance_uuid))
+        self.expectThat(told, matchers.MatchesListwise(
+            [matchers.Contains(holder)]), 'doctor does not name the holder')
 
         # what the operator does: stop the server (QEMU exits, closing the
         # device), then nova's detach runs again and flushes on the way
@@ -373,7 +425,7 @@ class UnackedUnplugTestCase(LibvirtTierBase):
         self.domain.start()
         self.nova_ok('attach', info)
         core = self.core_of(image)
-        self.assert_live_disk(core.exported)
+        self.expect_live_disk(core.exported)
         self.qemu_read_back(PATTERN, PATTERN_AT, PATTERN_LEN)
         self.domain.destroy()
         self.nova_ok('detach', info)

@@ -220,6 +220,44 @@ def cores(host: Host) -> Iterator[Finding]:
                               **ids)
 
 
+@register('holders')
+def holders(host: Host) -> Iterator[Finding]:
+    """Who holds each core's exported device open (as status shows it).
+
+    A held core cannot be removed, so its volume cannot be detached: a
+    server's QEMU normally holds its volumes, and keeps holding one whose
+    hot-unplug the guest never acknowledged (nova's detach then fails and
+    the core keeps its data). Any other holder is a warning.
+    """
+    caches = host.caches()
+    held = report.holders(caches)
+    for cache in caches:
+        for core in cache.cores:
+            found = held.get(core.exported or '')
+            if not found:
+                continue
+            _, volume_id = report.rbd_image_of(core.device)
+            by = ', '.join(str(opener) for opener in found)
+            ids = dict(volume_id=volume_id, cache_id=cache.cache_id,
+                       core_id=core.core_id)
+            if all(opener.instance for opener in found):
+                yield Finding(OK, 'volume %s: %s (%s) is held open by %s; '
+                                  'it cannot be removed until that closes '
+                                  'it. If its detach failed (the guest did '
+                                  'not acknowledge the unplug), its data '
+                                  'stays cached here: let the guest answer '
+                                  'or stop the server, then detach again.'
+                              % (volume_id or core.device, core.label,
+                                 core.exported, by), **ids)
+            else:
+                yield Finding(WARN, 'volume %s: %s (%s) is held open by %s, '
+                                    'not by a server\'s QEMU: it cannot be '
+                                    'detached until that process closes it '
+                                    '(unmount it or end the process).'
+                              % (volume_id or core.device, core.label,
+                                 core.exported, by), **ids)
+
+
 @register('drain')
 def drain_capability(host: Host) -> Iterator[Finding]:
     """Per offered wb/wo instance: can its cores be drained here?"""
