@@ -21,7 +21,7 @@ import io
 import os
 import re
 import subprocess
-from typing import Optional
+from typing import Callable, Optional
 import uuid
 
 import fixtures
@@ -115,8 +115,11 @@ class LiveMigrationTestBase(TwoComputesTestBase):
 
     def _migrate_fixture(self):
         self.destination_xml: list[str] = []
+        #: called when libvirt starts moving the guest (what holds then)
+        self.at_switchover: Callable[[], None] = lambda: None
 
         def migrate(domain, destination, params, flags):
+            self.at_switchover()
             xml = params['destination_xml']
             self.destination_xml.append(xml)
             self.computes['compute2'].driver._host.get_connection(
@@ -266,25 +269,11 @@ class LiveMigrationTestCase(LiveMigrationTestBase):
     def test_write_back_volume_drains_then_moves_to_destination(self):
         source_core = self.attach_dirty_wb()
         seen_at_switchover = {}
-        original = self.computes['compute2'].driver._host.get_connection
-
-        def at_switchover(domain, destination, params, flags):
-            # what holds when libvirt starts moving the guest
-            seen_at_switchover.update(
-                dirty=self.dirty('compute1', source_core),
-                drained=self.drained_on('compute1'),
-                fence=dict(self.cinder.fences),
-                dest_cores=self.cores('compute2'))
-            xml = params['destination_xml']
-            self.destination_xml.append(xml)
-            original().createXML(xml, 0)
-            uuid_ = etree.fromstring(xml).find('./uuid').text
-            self.computes['compute1'].driver._host.get_connection(
-            ).lookupByUUIDString(uuid_).complete_job()
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Domain.migrateToURI3',
-            at_switchover))
+        self.at_switchover = lambda: seen_at_switchover.update(
+            dirty=self.dirty('compute1', source_core),
+            drained=self.drained_on('compute1'),
+            fence=dict(self.cinder.fences),
+            dest_cores=self.cores('compute2'))
         self.migrate_to_compute2()
         server = self._wait_for_server_parameter(
             self.server, {'OS-EXT-SRV-ATTR:host': 'compute2',

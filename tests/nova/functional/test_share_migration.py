@@ -22,9 +22,6 @@ migration for a share).
 
 import uuid
 
-import fixtures
-from lxml import etree
-
 from os_brick_cas import casadm
 from os_brick_cas import io_class_table
 from tests.nova.functional import test_lifecycle
@@ -90,21 +87,10 @@ class ShareLiveMigrationTestCase(test_lifecycle.LiveMigrationTestBase):
         [source] = self.cores('compute1')
         self.host.set_dirty(source.cache_id, source.core_id, 16)
         seen = {}
-        original = self.computes['compute2'].driver._host.get_connection
-
-        def at_switchover(domain, destination, params, flags):
-            seen.update(source=self.table('compute1', WB),
-                        dest=self.table('compute2', WB),
-                        dest_cores=self.cores('compute2'))
-            xml = params['destination_xml']
-            original().createXML(xml, 0)
-            uuid_ = etree.fromstring(xml).find('./uuid').text
-            self.computes['compute1'].driver._host.get_connection(
-            ).lookupByUUIDString(uuid_).complete_job()
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Domain.migrateToURI3',
-            at_switchover))
+        self.at_switchover = lambda: seen.update(
+            source=self.table('compute1', WB),
+            dest=self.table('compute2', WB),
+            dest_cores=self.cores('compute2'))
         self.migrate_to_compute2()
         server = self._wait_for_server_parameter(
             self.server, {'OS-EXT-SRV-ATTR:host': 'compute2',
