@@ -28,12 +28,17 @@ import os
 from typing import Optional
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from os_brick_cas import exception
 from os_brick_cas import opts
+from os_brick_cas import shared_files
 from os_brick_cas import validation
 
 CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+#: bytes a record may have (one JSON line of four fields)
+RECORD_LIMIT = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,10 +56,14 @@ def asks_dir() -> str:
     return os.path.join(CONF[opts.GROUP].state_path, 'shares')
 
 
+def record_name(link: str) -> str:
+    """The file name, in :func:`asks_dir`, of the ask of by-id *link*."""
+    return os.path.basename(validation.rbd_link(link))
+
+
 def record_path(link: str) -> str:
     """Where the ask of the core added as by-id *link* is kept."""
-    return os.path.join(asks_dir(),
-                        os.path.basename(validation.rbd_link(link)))
+    return os.path.join(asks_dir(), record_name(link))
 
 
 def encode(ask: ShareAsk) -> str:
@@ -64,11 +73,18 @@ def encode(ask: ShareAsk) -> str:
 def read(link: str) -> Optional[ShareAsk]:
     """The ask of the core added as *link*, or None (none, or unreadable)."""
     try:
-        with open(record_path(link)) as record_file:
-            data = json.load(record_file)
+        dir_fd = shared_files.open_dir(asks_dir())
+        try:
+            data = json.loads(shared_files.read_bounded(
+                dir_fd, record_name(link), RECORD_LIMIT))
+        finally:
+            os.close(dir_fd)
         return ShareAsk(link=data['link'], cache_id=int(data['cache_id']),
                         core_id=int(data['core_id']),
                         share=validation.cache_share(data['share']))
+    except shared_files.HostileFile as exc:
+        LOG.warning('Cache-share record of %s not read: %s', link, exc)
+        return None
     except (OSError, ValueError, KeyError, TypeError,
             exception.InvalidInput):
         return None

@@ -26,6 +26,7 @@ from os_brick_cas import ownership
 from os_brick_cas import privileged
 from os_brick_cas import rbd_names
 from os_brick_cas import share_asks
+from os_brick_cas import shared_files
 from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
@@ -198,18 +199,13 @@ def record_share(link: str, cache_id: int, core_id: int, share: int) -> None:
         cache_id=validation.cache_id(cache_id),
         core_id=validation.core_id(core_id),
         share=validation.cache_share(share))
-    path = share_asks.record_path(ask.link)
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    temporary = '%s.tmp.%d' % (path, os.getpid())
-    with open(temporary, 'w') as record_file:
-        record_file.write(share_asks.encode(ask))
-    os.replace(temporary, path)
+    directory = share_asks.asks_dir()
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    shared_files.replace_atomically(directory, share_asks.record_name(
+        ask.link), share_asks.encode(ask).encode())
 
 
 @privileged.default.entrypoint
 def forget_share(link: str) -> None:
     """Drop the share ask of the core added as *link* (idempotent)."""
-    try:
-        os.unlink(share_asks.record_path(validation.rbd_link(link)))
-    except FileNotFoundError:
-        pass
+    shared_files.remove(share_asks.asks_dir(), share_asks.record_name(link))
