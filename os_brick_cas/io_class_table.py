@@ -230,16 +230,21 @@ def recomposed(table: Sequence[casadm_mod.IoClass], existing: Iterable[int]
     the shares leave are all dropped. Each remaining core keeps what the
     table gives it until its own attach puts its share in place.
     """
-    alive = set(existing)
-    kept = [entry for entry in entries(table) if entry.core_id in alive]
-    seen: set[int] = set()
-    unique = []
-    for entry in kept:
-        if entry.core_id not in seen:
-            seen.add(entry.core_id)
-            unique.append(entry)
-    composed = compose(unique)
+    composed = compose(_live_entries(table, existing))
     return None if composed.table == list(table) else composed
+
+
+def _live_entries(table: Sequence[casadm_mod.IoClass],
+                  existing: Iterable[int]) -> list[Entry]:
+    """*table*'s entries of cores in *existing*, the first one per core."""
+    alive = set(existing)
+    seen: set[int] = set()
+    live = []
+    for entry in entries(table):
+        if entry.core_id in alive and entry.core_id not in seen:
+            seen.add(entry.core_id)
+            live.append(entry)
+    return live
 
 
 def expected(table: Sequence[casadm_mod.IoClass], asked: dict[int, int],
@@ -254,13 +259,9 @@ def expected(table: Sequence[casadm_mod.IoClass], asked: dict[int, int],
     record is kept as it is (nothing says it is wrong).
     """
     alive = set(existing)
-    wanted = []
-    for entry in entries(table):
-        if entry.core_id not in alive or entry.core_id in {
-                kept.core_id for kept in wanted}:
-            continue
-        wanted.append(dataclasses.replace(
-            entry, share=asked.get(entry.core_id, entry.share)))
+    wanted = [dataclasses.replace(entry, share=asked.get(entry.core_id,
+                                                         entry.share))
+              for entry in _live_entries(table, alive)]
     placed = {entry.core_id for entry in wanted}
     wanted += [Entry(core_id, asked[core_id]) for core_id in sorted(asked)
                if core_id in alive and core_id not in placed]
