@@ -539,6 +539,20 @@ class Casadm(object):
                 timeout=timeout)
         _check('--flush-cache', result, cache_id=cache_id, core_id=core_id)
 
+    def stop_cache(self, cache_id: int, timeout: int) -> None:
+        """Stop an instance, flushing it first (never dropping dirty data).
+
+        Raises FlushTimedOut when the stop's flush did not finish within
+        *timeout* seconds; the instance then keeps running with its data.
+        """
+        cache_id = validation.cache_id(cache_id)
+        timeout = validation.timeout(timeout)
+        result = priv_casadm.stop_cache(cache_id, timeout)
+        if result[0] == priv_casadm.TIMED_OUT:
+            raise exception.FlushTimedOut(cache_id=cache_id, core='all',
+                                          timeout=timeout)
+        _check('--stop-cache', result, cache_id=cache_id, timeout=timeout)
+
     def stats(self, cache_id: int,
               core_id: Optional[int] = None) -> dict[str, str]:
         """Statistics of a cache or one core, keyed by casadm's titles."""

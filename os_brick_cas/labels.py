@@ -32,3 +32,9 @@ def core(cache_id: Union[int, str, None],
     if core_id is None or core_id == ALL_CORES:
         return 'all cores of cache instance %s' % (cache_id,)
     return 'core %s of cache instance %s' % (core_id, cache_id)
+
+
+def cache_instance(cache_id: Union[int, str], mode: str = '') -> str:
+    """E.g. ``cache instance 2 (wb)``; without *mode* just the id."""
+    label = 'cache instance %s' % (cache_id,)
+    return '%s (%s)' % (label, mode) if mode else label

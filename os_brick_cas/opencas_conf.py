@@ -398,3 +398,33 @@ def update_caches_file(path: str, rows: list[CacheRow]) -> bool:
     target = os.path.realpath(path)
     text, mode = _read(target) or ('', 0o644)
     return _replace_file(target, text, rewrite_caches(text, rows), mode)
+
+
+def drop_caches(text: str, cache_ids: list[int]) -> str:
+    """Return *text* without the ``[caches]`` and ``[cores]`` rows of ids.
+
+    For cache instances that were flushed and stopped: casctl must not
+    start them (or re-attach their cores) at the next boot. Every other
+    line is kept as it is.
+    """
+    dropped = set(cache_ids)
+    out = []
+    for section, line, fields in _walk(text.splitlines()):
+        owner = (int(fields[0]) if section in ('caches', 'cores') and
+                 fields and fields[0].isdigit() else None)
+        if owner not in dropped:
+            out.append(line)
+    return '\n'.join(out) + '\n' if out else ''
+
+
+def forget_caches_file(path: str, cache_ids: list[int]) -> bool:
+    """Rewrite *path* with :func:`drop_caches`; True if it changed.
+
+    A missing file is left missing. Call with the opencas.conf lock held.
+    """
+    target = os.path.realpath(path)
+    current = _read(target)
+    if current is None:
+        return False
+    text, mode = current
+    return _replace_file(target, text, drop_caches(text, cache_ids), mode)

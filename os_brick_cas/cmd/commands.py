@@ -253,6 +253,9 @@ Exporter = verb('os_brick_cas.cmd.exporter', 'exporter')
 HostPlan = verb('os_brick_cas.cmd.host', 'host plan', ReportVerb)
 HostApply = verb('os_brick_cas.cmd.host', 'host apply', ReportVerb)
 HostCheck = verb('os_brick_cas.cmd.host', 'host check', ReportVerb)
+HostStop = verb('os_brick_cas.cmd.host_teardown', 'host stop', ReportVerb)
+HostForget = verb('os_brick_cas.cmd.host_teardown', 'host forget',
+                  ReportVerb)
 HostInstallFiles = verb('os_brick_cas.cmd.install_files',
                         'host install-files')
 #: the verbs that ask Cinder (types, fences, owners)

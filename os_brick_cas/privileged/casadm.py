@@ -167,6 +167,18 @@ def flush(cache_id: int, core_id: Optional[int], timeout: int) -> Result:
     return _run(args, timeout, interruptible=True)
 
 
+@privileged.flush.entrypoint
+def stop_cache(cache_id: int, timeout: int) -> Result:
+    """Stop a cache instance; casadm flushes it first. Never --no-data-flush.
+
+    Runs on the flush daemon: the stop's flush is interruptible, and an
+    interrupted or failed flush leaves the instance running.
+    """
+    return _run(['--stop-cache',
+                 '--cache-id', str(validation.cache_id(cache_id))],
+                timeout, interruptible=True)
+
+
 @privileged.default.entrypoint
 def stats(cache_id: int, core_id: Optional[int], timeout: int) -> Result:
     """Statistics of a cache (or one of its cores) in CSV."""

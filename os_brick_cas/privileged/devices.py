@@ -160,6 +160,18 @@ def record_caches(rows: list[list]) -> bool:
 
 
 @privileged.default.entrypoint
+def forget_caches(cache_ids: list[int]) -> bool:
+    """Drop the [caches] and [cores] rows of these stopped instances.
+
+    Returns whether the file changed (no-op for ids it does not list).
+    """
+    ids = [validation.cache_id(cache_id) for cache_id in cache_ids]
+    with _conf_lock():
+        return opencas_conf.forget_caches_file(
+            CONF.os_brick_cas.opencas_conf, ids)
+
+
+@privileged.default.entrypoint
 def record_owner(link: str, epoch: str, cache_id: int, core_id: int) -> None:
     """Record that the core added as *link* caches attachment *epoch*."""
     record = ownership.OwnerRecord(

@@ -28,7 +28,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
 #: verbs whose output takes cliff's -f/-c (python-openstackclient's
 #: convention for every listing and show command)
 LISTING = ('status', 'doctor', 'owners', 'bench', 'host plan', 'host apply',
-           'host check', 'type-show', 'fence-show')
+           'host check', 'host stop', 'host forget', 'type-show',
+           'fence-show')
 
 
 def setup_cfg_verbs() -> dict[str, str]:

@@ -262,3 +262,21 @@ class CheckerTestCase(base.TestCase):
         for name, text in bad.items():
             self.assertRaises(checker.Rejected, checker.check, text)
         checker.check(TEMPLATE)
+
+
+class DropCachesTestCase(base.TestCase):
+    """What ``host stop``/``host forget`` leave for casctl."""
+
+    def test_drops_rows_and_core_rows_of_the_ids_only(self):
+        text = TEMPLATE + '1\t1\t%s\n' % B
+        new_text = opencas_conf.drop_caches(text, [2])
+        checker.check(new_text)
+        self.assertNotIn('nvme-Optane-part2', new_text)
+        self.assertNotIn(A, new_text)
+        self.assertIn('1\t/dev/disk/by-id/nvme-Optane-part1\tWT\n', new_text)
+        self.assertIn('1\t1\t%s\n' % B, new_text)
+        self.assertIn('# comment kept\n', new_text)
+        self.assertIn('## Cache ID\tCore ID\tCore device\n', new_text)
+
+    def test_unknown_ids_change_nothing(self):
+        self.assertEqual(TEMPLATE, opencas_conf.drop_caches(TEMPLATE, [7]))
