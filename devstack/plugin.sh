@@ -14,8 +14,10 @@
 #   stack extra        check nova-cpu.conf, create the cas-<mode> types
 #   stack test-config  tempest.conf [os_brick_cas_tempest]
 #   unstack            shut down guests using cached volumes, then flush and
-#                      stop the caches (never dropping dirty data)
-#   clean              old shim file, installed files, loop files, RAM disks
+#                      stop the caches: os-brick-cas host stop (never
+#                      dropping dirty data)
+#   clean              old shim file, installed files; os-brick-cas host
+#                      forget, then the loop files and RAM disks it allows
 
 # shellcheck source=lib/os-brick-cas
 source "$(dirname "${BASH_SOURCE[0]}")/lib/os-brick-cas"

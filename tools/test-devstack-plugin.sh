@@ -2,12 +2,20 @@
 # Test harness of the devstack plugin (devstack/).
 #
 # Runs each plugin.sh phase in a child bash with devstack's functions
-# stubbed and every system command (sudo, casadm, modprobe, losetup,
-# truncate, udevadm, parted, make, git, timeout, openstack, os-brick-cas,
-# virsh)
-# replaced by a stub that records the call; ini files are real files
-# written by a small iniset/iniadd stand-in. Then checks the commands
-# issued and the configuration written, one PASS/FAIL line per check.
+# stubbed and every system command (sudo, modprobe, losetup, truncate,
+# udevadm, parted, make, git, openstack, os-brick-cas, virsh) replaced by a
+# stub that records the call; ini files are real files written by a small
+# iniset/iniadd stand-in. Then checks the commands issued and the
+# configuration written, one PASS/FAIL line per check.
+#
+# The plugin never runs casadm itself: the cache instances are started,
+# stopped and forgotten by "os-brick-cas host apply|stop|forget", whose
+# stub here keeps the stub host's instances and writes opencas.conf with
+# the product's own code. What those verbs do against casadm is tested on
+# the simulated host (tests/functional/test_host_layout.py,
+# test_host_teardown.py). "casadm" is only a recorded name (the plugin
+# checks that Open CAS is installed with "command -v casadm"); every
+# scenario checks it was never called.
 #
 # No network, no root, nothing outside a temporary directory. The stubs are
 # this script's stub_* functions, written to one small script that is
@@ -19,7 +27,7 @@ set -euo pipefail
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 REPO=$(cd "$(dirname "$SELF")/.." && pwd)
 STUB_COMMANDS="sudo casadm modprobe rmmod losetup truncate udevadm parted
-make git timeout openstack os-brick-cas virsh"
+make git openstack os-brick-cas virsh"
 
 
 # Shared helpers
@@ -152,16 +160,7 @@ stub_sudo() {
     fi
 }
 
-_casadm_list() {
-    if [[ -s "$STUB_STATE/caches" ]]; then
-        echo "type,id,disk,status,write policy,device"
-        cat "$STUB_STATE/caches"
-    else
-        echo "No caches running"
-    fi
-}
-
-_casadm_arg() {  # value following option $1 (or $2) in the rest
+_stub_arg() {  # value following option $1 (or $2) in the rest
     local short=$1 long=$2
     shift 2
     while [[ $# -gt 0 ]]; do
@@ -171,50 +170,6 @@ _casadm_arg() {  # value following option $1 (or $2) in the rest
         fi
         shift
     done
-}
-
-stub_casadm() {
-    [[ -d "$STUB_STATE/sys/module/cas_cache" ]] || {
-        echo "Device /dev/cas_ctrl not found" >&2
-        echo "Is the kernel module loaded?"
-        return 1
-    }
-    touch "$STUB_STATE/caches"
-    local id device
-    id=$(_casadm_arg -i --cache-id "$@")
-    case " $* " in
-        *" --check-cache-device "*)
-            device=$(_casadm_arg -d --cache-device "$@")
-            echo "Is cache,Clean Shutdown,Cache dirty"
-            if [[ -n "${STUB_CHECK_DEVICE:-}" &&
-                    "$device" == "${STUB_CHECK_DEVICE%%=*}" ]]; then
-                echo "${STUB_CHECK_DEVICE#*=}"
-            else
-                echo "no,-,-"
-            fi ;;
-        *" -L "*|*" --list-caches "*) _casadm_list ;;
-        *" -S "*|*" --start-cache "*)
-            if grep -q "^cache,$id," "$STUB_STATE/caches"; then
-                echo "Cache ID already exists" >&2
-                return 1
-            fi
-            echo "cache,$id,$(_casadm_arg -d --cache-device "$@"),Running,$(
-                _casadm_arg -c --cache-mode "$@"),-" >> "$STUB_STATE/caches" ;;
-        *" -F "*|*" --flush-cache "*)
-            if [[ " ${STUB_FAIL_FLUSH:-} " == *" $id "* ]]; then
-                echo "Error while flushing cache $id" >&2
-                echo "Flushing of core interrupted" >&2
-                return 1
-            fi ;;
-        *" -T "*|*" --stop-cache "*)
-            # as Open CAS: a core device a running guest holds open
-            if [[ " ${STUB_FAIL_STOP:-} " == *" $id "* ]] ||
-                    _virsh_running_with "/dev/cas$id-"; then
-                echo "Device opens or mount are pending to this cache" >&2
-                return 1
-            fi
-            sed -i "/^cache,$id,/d" "$STUB_STATE/caches" ;;
-    esac
 }
 
 # Guests: $STUB_STATE/domains, one "name state disk..." line each (state
@@ -303,20 +258,69 @@ stub_make() {
     fi
 }
 
-# "os-brick-cas host apply" as the stub host sees it: the layout the plugin
-# wrote is read with the product's own parser, instances are refused
-# (nothing changed) over Open CAS metadata (STUB_CHECK_DEVICE, unless
-# --load-existing) or in another mode, else started in the stub's casadm
-# state; opencas.conf's [caches] rows are written by the product's own
-# code. What apply does against casadm is tested in
-# tests/functional/test_host_layout.py.
+# The stub host's running cache instances: $STUB_STATE/caches, one
+# "cache,<id>,<device>,Running,<mode>,-" line each (casadm -L's CSV rows).
+# Mode of running instance $1 (empty if it does not run).
+_stub_running_mode() {
+    [[ -f "$STUB_STATE/caches" ]] || return 0
+    local type id device mode rest
+    while IFS=, read -r type id device _ mode rest; do
+        [[ "$type" == cache && "$id" == "$1" ]] && echo "$mode"
+    done < "$STUB_STATE/caches"
+    return 0
+}
+
+# "<id> <mode> <device>" of every instance of the layout in the CLI's
+# --config-file (args "$@"), read with the product's own parser.
+_stub_host_layout() {
+    local conf layout
+    conf=$(_stub_arg --config-file --config-file "$@")
+    layout=$(sed -n 's/^host_layout = //p' "$conf")
+    PYTHONPATH=$REPO "$PYTHON" - "$layout" <<'PY'
+import sys
+from tests import devstack_layout
+for item in devstack_layout.load(sys.argv[1]).instances:
+    print(item.cache_id, item.mode.value, item.device)
+PY
+}
+
+# Drops the opencas.conf rows of cache ids $2... with the product's code
+# (the conf file of the CLI's --config-file $1).
+_stub_forget_rows() {
+    local opencas
+    opencas=$(sed -n 's/^opencas_conf = //p' "$1")
+    shift
+    PYTHONPATH=$REPO "$PYTHON" - "$opencas" "$@" <<'PY'
+import sys
+from os_brick_cas import opencas_conf
+opencas_conf.forget_caches_file(sys.argv[1], [int(i) for i in sys.argv[2:]])
+PY
+}
+
+_stub_kept() {  # id mode why: the CLI's REFUSED line and value row
+    echo "REFUSED cache instance $1 ($2): kept: $3" >&2
+    echo "$1 kept"
+}
+
+# "os-brick-cas host ..." as the stub host sees it. The layout the plugin
+# wrote is read with the product's own parser; opencas.conf rows are
+# written and dropped by the product's own code.
+# - apply: instances are refused (nothing changed) over Open CAS metadata
+#   (STUB_CHECK_DEVICE, unless --load-existing) or in another mode, else
+#   started in the stub's state.
+# - stop: each running instance is stopped, unless it is wb/wo and its id
+#   is in STUB_FAIL_FLUSH, or in STUB_FAIL_STOP, or a running guest holds
+#   one of its /dev/casX-Y: then kept (exit 2). Prints "<id> <result>" as
+#   "-f value -c cache_id -c result" does.
+# - forget: each instance not running whose device holds no dirty
+#   metadata (STUB_CHECK_DEVICE) is forgotten, the others kept (exit 2).
 stub_os-brick-cas() {
     if [[ " $* " == *" host install-files "* ]]; then
         # what the real verb does for these two kinds: the filter as
         # shipped, the rule's PROGRAM at this environment's namer
         local rootwrap udev
-        rootwrap=$(_casadm_arg --rootwrap-dir --rootwrap-dir "$@")
-        udev=$(_casadm_arg --udev-rules-dir --udev-rules-dir "$@")
+        rootwrap=$(_stub_arg --rootwrap-dir --rootwrap-dir "$@")
+        udev=$(_stub_arg --udev-rules-dir --udev-rules-dir "$@")
         mkdir -p "$rootwrap" "$udev"
         cp "$REPO/etc/rootwrap.d/os-brick-cas.filters" "$rootwrap/"
         sed "s|PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer|PROGRAM=\"$(dirname "$0")/os-brick-cas-rbd-namer|" \
@@ -324,27 +328,74 @@ stub_os-brick-cas() {
             > "$udev/60-os-brick-cas-rbd.rules"
         return 0
     fi
-    [[ " $* " == *" host apply"* ]] || return 0
-    [[ -d "$STUB_STATE/sys/module/cas_cache" ]] || {
-        echo "the Open CAS kernel module is not loaded" >&2
-        return 2
-    }
+    local verb conf lines id mode device running rc=0 load=0 done_ids=()
+    case " $* " in
+        *" host apply"*) verb=apply ;;
+        *" host stop"*) verb=stop ;;
+        *" host forget"*) verb=forget ;;
+        *) return 0 ;;
+    esac
+    conf=$(_stub_arg --config-file --config-file "$@")
+    lines=$(_stub_host_layout "$@") || return 2
     touch "$STUB_STATE/caches"
-    local conf layout opencas lines id mode device running load=0
-    conf=$(_casadm_arg --config-file --config-file "$@")
-    layout=$(awk -F' = ' '$1 == "host_layout" { print $2 }' "$conf")
-    opencas=$(awk -F' = ' '$1 == "opencas_conf" { print $2 }' "$conf")
+    if [[ ! -d "$STUB_STATE/sys/module/cas_cache" ]]; then
+        case $verb in
+            apply) echo "the Open CAS kernel module is not loaded" >&2
+                   return 2 ;;
+            # no instance can run; metadata cannot be read
+            stop) while read -r id mode device; do
+                      echo "$id not-running"
+                  done <<< "$lines"
+                  return 0 ;;
+        esac
+    fi
+    if [[ $verb == stop ]]; then
+        while read -r id mode device; do
+            running=$(_stub_running_mode "$id")
+            if [[ -z "$running" ]]; then
+                echo "$id not-running"
+            elif [[ "$running" =~ ^w[bo]$ &&
+                    " ${STUB_FAIL_FLUSH:-} " == *" $id "* ]]; then
+                _stub_kept "$id" "$running" "flushing it failed. It is" \
+                    "left running with its dirty data"
+                rc=2
+            elif [[ " ${STUB_FAIL_STOP:-} " == *" $id "* ]] ||
+                    _virsh_running_with "/dev/cas$id-"; then
+                _stub_kept "$id" "$running" "stopping it failed"
+                rc=2
+            else
+                sed -i "/^cache,$id,/d" "$STUB_STATE/caches"
+                done_ids+=("$id")
+                echo "$id stopped"
+            fi
+        done <<< "$lines"
+        [[ ${#done_ids[@]} == 0 ]] || _stub_forget_rows "$conf" "${done_ids[@]}"
+        return $rc
+    fi
+    if [[ $verb == forget ]]; then
+        while read -r id mode device; do
+            if [[ -n "$(_stub_running_mode "$id")" ]]; then
+                _stub_kept "$id" "$mode" "it still runs"
+                rc=2
+            elif [[ ! -d "$STUB_STATE/sys/module/cas_cache" ]]; then
+                _stub_kept "$id" "$mode" "$device could not be checked"
+                rc=2
+            elif [[ "${STUB_CHECK_DEVICE:-}" == "$device=yes,"* &&
+                    "${STUB_CHECK_DEVICE:-}" != "$device=yes,yes,no" ]]; then
+                _stub_kept "$id" "$mode" "$device holds Open CAS metadata" \
+                    "with dirty data"
+                rc=2
+            else
+                done_ids+=("$id")
+                echo "$id forgotten"
+            fi
+        done <<< "$lines"
+        [[ ${#done_ids[@]} == 0 ]] || _stub_forget_rows "$conf" "${done_ids[@]}"
+        return $rc
+    fi
     [[ " $* " == *" --load-existing "* ]] && load=1
-    lines=$(PYTHONPATH=$REPO "$PYTHON" - "$layout" <<'PY'
-import sys
-from tests import devstack_layout
-for item in devstack_layout.load(sys.argv[1]).instances:
-    print(item.cache_id, item.mode.value, item.device)
-PY
-) || return 2
     while read -r id mode device; do
-        running=$(awk -F, -v id="$id" '$1 == "cache" && $2 == id {
-            print $5 }' "$STUB_STATE/caches")
+        running=$(_stub_running_mode "$id")
         if [[ -n "$running" && "$running" != "$mode" ]]; then
             echo "REFUSED instance $id: it runs in mode $running, the" \
                  "layout wants $mode" >&2
@@ -361,19 +412,14 @@ PY
         grep -q "^cache,$id," "$STUB_STATE/caches" ||
             echo "cache,$id,$device,Running,$mode,-" >> "$STUB_STATE/caches"
     done <<< "$lines"
-    PYTHONPATH=$REPO "$PYTHON" - "$layout" "$opencas" <<'PY'
+    PYTHONPATH=$REPO "$PYTHON" - "$(sed -n 's/^host_layout = //p' "$conf")" \
+        "$(sed -n 's/^opencas_conf = //p' "$conf")" <<'PY'
 import sys
 from os_brick_cas import hostprep, opencas_conf
 from tests import devstack_layout
 rows = hostprep.cache_rows(devstack_layout.load(sys.argv[1]))
 opencas_conf.update_caches_file(sys.argv[2], rows)
 PY
-}
-
-stub_timeout() {
-    while [[ "$1" == -* ]]; do shift; done
-    shift
-    exec "$STUB_BIN/$1" "${@:2}"
 }
 
 stub_openstack() {
@@ -627,20 +673,20 @@ host_apply_called() {
     called "os-brick-cas --config-file $S/data/os-brick-cas/host-cli.conf host apply"
 }
 
-# casadm calls (direct or through sudo/timeout) carrying a token of each of
-# the two alternations
-no_casadm_call_with() {
-    ! grep -E '(^| )casadm ' "$CALLS" | grep -E " ($1)( |$)" |
-        grep -qE " ($2)( |$)"
+host_stop_called() {
+    called "os-brick-cas --config-file $S/data/os-brick-cas/host-cli.conf host stop --flush-timeout 1800 -f value -c cache_id -c result"
+}
+host_forget_called() {
+    called "os-brick-cas --config-file $S/data/os-brick-cas/host-cli.conf host forget -f value -c cache_id -c result"
 }
 
 # Data-safety checks that hold for every scenario
 safety_checks() {
     local name=$1
-    check "$name: never stops a cache without flushing (-T -n/--no-data-flush)" \
-        no_casadm_call_with "-T|--stop-cache" "-n|--no-data-flush"
-    check "$name: never removes a core with force (-R -f)" \
-        no_casadm_call_with "-R|--remove-core|--remove-inactive" "-f|--force"
+    check "$name: never runs casadm itself (host apply/stop/forget do)" \
+        not_called_regex "(^| )casadm "
+    check "$name: no --force, no --no-data-flush anywhere" \
+        not_called_regex "(--force|--no-data-flush)( |$)"
     check "$name: no privileged command outside the sandbox" \
         not_called UNSAFE
 }
@@ -834,12 +880,10 @@ test_all_in_one() {
     add_core_rows
     phase unstack
     check "aio unstack: succeeds" rc_is 0
-    check "aio unstack: wt instance stopped" called "casadm -T -i 1"
-    check "aio unstack: wt instance not flushed (holds no dirty data)" \
-        not_called "casadm -F -i 1"
-    check "aio unstack: wb instance flushed" called "casadm -F -i 2"
-    check "aio unstack: wb instance flushed before it is stopped" \
-        called_before "casadm -F -i 2" "casadm -T -i 2"
+    check "aio unstack: os-brick-cas host stop, flush bounded by OPEN_CAS_FLUSH_TIMEOUT" \
+        host_stop_called
+    check "aio unstack: reports each instance" \
+        output_has $'cache instance 1: stopped\nos-brick-cas: cache instance 2: stopped'
     check "aio unstack: no cache left running" no_cache_running
     check "aio unstack: stopped wb instance removed from opencas.conf" \
         opencas_rows_of 2 0
@@ -853,7 +897,12 @@ test_all_in_one() {
     check "aio clean: rootwrap filter removed" \
         test ! -e "$S/etc/nova/rootwrap.d/os-brick-cas.filters"
     check "aio clean: udev rule removed" test ! -e "$S/etc/udev/rules.d/$rules"
-    check "aio clean: RAM disks unloaded" called "rmmod brd"
+    check "aio clean: os-brick-cas host forget" host_forget_called
+    check "aio clean: cas_cache loaded before forget reads the metadata" \
+        called_before "modprobe cas_cache" "host forget"
+    check "aio clean: RAM disks unloaded after forget" \
+        called_before "host forget" "rmmod brd"
+    check "aio clean: host layout removed" test ! -e "$OS_BRICK_CAS_HOST_LAYOUT"
     check "aio clean: state directory removed" test ! -e "$S/data/os-brick-cas"
     safety_checks aio
 }
@@ -866,22 +915,24 @@ test_flush_failure() {
     add_core_rows
     phase unstack
     check "flush-fails unstack: returns non-zero" rc_not_zero
-    check "flush-fails unstack: flush of wb instance attempted" \
-        called "casadm -F -i 2"
-    check "flush-fails unstack: wb instance NOT stopped" \
-        not_called "casadm -T -i 2"
+    check "flush-fails unstack: host stop asked" host_stop_called
     check "flush-fails unstack: wb instance still running" cache_running 2 wb
-    check "flush-fails unstack: error printed, says it is left running" \
-        output_has "left running with its dirty data"
-    check "flush-fails unstack: wt instance still stopped" called "casadm -T -i 1"
+    check "flush-fails unstack: the CLI's REFUSED line shown" \
+        output_has "REFUSED cache instance 2 (wb): kept"
+    check "flush-fails unstack: says unstack again once flushed" \
+        output_has "left cache instances running"
+    check "flush-fails unstack: wt instance still stopped" cache_not_running 1
     check "flush-fails unstack: its attached core's row kept (lazy)" \
         opencas_has "$(opencas_row 2 1 "$RBD_LINK")"$'\tlazy_startup=true'
     check "flush-fails unstack: wb instance stays in opencas.conf" \
         opencas_has "$(opencas_row 2 /dev/ram1 WB)"
     phase clean
     check "flush-fails clean: returns non-zero" rc_not_zero
+    check "flush-fails clean: host forget keeps the running instance" \
+        output_has "REFUSED cache instance 2 (wb): kept: it still runs"
     check "flush-fails clean: RAM disks kept (a cache runs on one)" \
         not_called "rmmod brd"
+    check "flush-fails clean: host layout kept" test -e "$OS_BRICK_CAS_HOST_LAYOUT"
     check "flush-fails clean: wb instance stays in opencas.conf" \
         opencas_has "$(opencas_row 2 /dev/ram1 WB)"
     check "flush-fails clean: state directory kept" \
@@ -889,7 +940,8 @@ test_flush_failure() {
     set_stub_env "STUB_FAIL_FLUSH="
     phase unstack
     check "flush-fails: unstack again once the flush works" rc_is 0
-    check "flush-fails: then the wb instance is stopped" called "casadm -T -i 2"
+    check "flush-fails: then the wb instance is stopped" cache_not_running 2
+    check "flush-fails: and its opencas.conf rows dropped" opencas_rows_of 2 0
     safety_checks flush-fails
 
     # a cache stopped without a flush left dirty metadata on its RAM disk
@@ -935,12 +987,10 @@ test_unstack_with_servers() {
         not_called "virsh destroy instance-00000001"
     check "servers unstack: guest without cached volumes left alone" \
         not_called_regex "virsh (shutdown|destroy) instance-00000003"
-    check "servers unstack: guests stopped before the wb flush" \
-        called_before "virsh shutdown instance-00000001" "casadm -F -i 2"
-    check "servers unstack: guests stopped before any cache stops" \
-        called_before "virsh destroy instance-00000002" "casadm -T -i 1"
-    check "servers unstack: wb instance flushed and stopped" \
-        all_called "casadm -F -i 2" "casadm -T -i 2"
+    check "servers unstack: guests shut down before host stop" \
+        called_before "virsh shutdown instance-00000001" "host stop"
+    check "servers unstack: guests powered off before host stop" \
+        called_before "virsh destroy instance-00000002" "host stop"
     check "servers unstack: no cache left running" no_cache_running
     check "servers unstack: says which guests it stopped" \
         output_has "shutting down guest instance-00000001"
@@ -1024,7 +1074,7 @@ test_existing_metadata() {
     check "mode-mismatch post-config: refuses (non-zero)" rc_not_zero
     check "mode-mismatch: names the instance and its mode" \
         output_has "it runs in mode wt, the layout wants wb"
-    check "mode-mismatch: nothing started over it" not_called "casadm -S -i 2"
+    check "mode-mismatch: left running in its own mode" cache_running 2 wt
 
     new_scenario foreign-brd
     mkdir -p "$STUB_STATE/sys/module/brd"
@@ -1052,7 +1102,9 @@ test_loop_backend() {
         "$(apply_row 2 "$OPEN_CAS_BY_ID_DIR/os-brick-cas-cache-wb" WB always lazy)"
     phase unstack
     check "loop unstack: succeeds" rc_is 0
-    check "loop unstack: loop devices detached" \
+    check "loop unstack: loop devices detached after host stop" \
+        called_before "host stop" "losetup -d /dev/loop0"
+    check "loop unstack: both loop devices detached" \
         all_called "losetup -d /dev/loop0" "losetup -d /dev/loop1"
     phase clean
     check "loop clean: succeeds" rc_is 0
@@ -1069,8 +1121,10 @@ test_loop_backend() {
     set_stub_env "STUB_CHECK_DEVICE=$OPEN_CAS_BY_ID_DIR/os-brick-cas-cache-wb=yes,yes,yes"
     phase clean
     check "loop-dirty clean: returns non-zero" rc_not_zero
-    check "loop-dirty clean: metadata of the loop file checked" \
-        called "--check-cache-device --cache-device $OPEN_CAS_BY_ID_DIR/os-brick-cas-cache-wb"
+    check "loop-dirty clean: loop file attached again before host forget" \
+        called_before "losetup --find --show --direct-io=on $img" "host forget"
+    check "loop-dirty clean: says the loop file is kept" \
+        output_has "$img kept (cache instance 2"
     check "loop-dirty clean: loop file with dirty metadata kept" test -e "$img"
     check "loop-dirty clean: its opencas.conf row kept" opencas_rows_of 2 1
     check "loop-dirty clean: the clean wt loop file removed" \
@@ -1126,8 +1180,8 @@ test_device_backend() {
     check "device-list: nova cache_instances wt:1,wb:2,wo:3" \
         ini_is "$NOVA_CONF" os_brick_cas cache_instances wt:1,wb:2,wo:3
     phase unstack
-    check "device-list unstack: wo instance flushed before stop" \
-        called_before "casadm -F -i 3" "casadm -T -i 3"
+    check "device-list unstack: wo instance stopped by host stop" \
+        cache_not_running 3
     safety_checks device
 }
 
@@ -1191,8 +1245,9 @@ write_stub_script() {
         echo '#!/bin/bash'
         echo 'set -euo pipefail'
         # shellcheck disable=SC2046
-        declare -f _q record _inside _casadm_list _casadm_arg run_stub \
-            _virsh_running_with _virsh_set_state \
+        declare -f _q record _inside _stub_arg run_stub \
+            _virsh_running_with _virsh_set_state _stub_host_layout \
+            _stub_forget_rows _stub_running_mode _stub_kept \
             $(compgen -A function stub_)
         # shellcheck disable=SC2016
         echo 'run_stub "$(basename "$0")" "$@"'
