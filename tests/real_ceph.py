@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import hashlib
 import os
+import time
 from typing import Any, Iterator, Optional
 
 from os_brick_cas.simulator import ceph_cluster
@@ -91,12 +92,51 @@ def remove_image(conf: str, image: str) -> None:
         rbd.RBD().remove(ioctx, image)
 
 
+def remove_every_image(conf: str, attempts: int = 20) -> list[str]:
+    """Remove every image of the pool over one connection.
+
+    An image a krbd client has just unmapped may keep its watch for a
+    moment (ImageBusy): that removal is retried, up to *attempts* times
+    half a second apart. Returns the images still there.
+    """
+    import rbd
+    with _ioctx(conf) as ioctx:
+        left = rbd.RBD().list(ioctx)
+        for _attempt in range(attempts):
+            busy = []
+            for image in left:
+                try:
+                    rbd.RBD().remove(ioctx, image)
+                except rbd.ImageNotFound:
+                    pass
+                except rbd.ImageBusy:
+                    busy.append(image)
+            left = busy
+            if not left:
+                break
+            time.sleep(0.5)
+        return left
+
+
 def read(conf: str, image: str, offset: int, length: int) -> bytes:
     """What librbd reads from the cluster (read-only open)."""
     import rbd
     with _ioctx(conf) as ioctx, \
             rbd.Image(ioctx, image, read_only=True) as img:
         return img.read(offset, length)
+
+
+def read_ranges(conf: str, image: str,
+                ranges: list[tuple[int, int]]) -> list[bytes]:
+    """What librbd reads at each (offset, length), over one connection.
+
+    A connection costs about a second under TCG: a check of many ranges
+    reads them all through one.
+    """
+    import rbd
+    with _ioctx(conf) as ioctx, \
+            rbd.Image(ioctx, image, read_only=True) as img:
+        return [img.read(offset, length) for offset, length in ranges]
 
 
 def digest(conf: str, image: str, offset: int, length: int) -> str:

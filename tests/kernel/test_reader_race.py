@@ -64,15 +64,17 @@ from tests.ceph import blockio
 from tests.kernel import base
 from tests import real_ceph
 
-#: fresh MiBs written per pass (at most 16: 4096 lines, well inside the
-#: brd cache's free lines, so no eviction and no sequential cut-off of a
-#: full cache). 4 by default, 1 in CI (tools/run-tests.sh: three passes
-#: each, for its time budget): a 16 MiB pass took ~3 min under TCG with
-#: the machine's load at 7-13 (run ocf-patched-2); unpatched, the chunk
-#: reader lost 176-496 blocks per 16 MiB pass and none in three 1 MiB
-#: passes at a load of 5 (the wide-line cases lost data in every pass)
+#: fresh MiBs written per pass (PASSES * ROUNDS at most 32: 8192 lines,
+#: well inside the brd cache's free lines, so no eviction and no
+#: sequential cut-off of a full cache; the passes share one attach).
+#: 4 by default, 1 in CI (tools/run-tests.sh: three passes each, for its
+#: time budget): a 16 MiB pass took ~3 min under TCG with the machine's
+#: load at 7-13 (run ocf-patched-2); unpatched, the chunk reader lost
+#: 176-496 blocks per 16 MiB pass and none in three 1 MiB passes at a
+#: load of 5 (the wide-line cases lost data in every pass)
 ROUNDS = int(os.environ.get('OS_BRICK_CAS_RACE_MIB', '4'))
-#: passes per test in one guest boot (boots are the expensive part)
+#: passes per test, on one attach in one guest boot (boots, then
+#: attaches, are the expensive part)
 PASSES = int(os.environ.get('OS_BRICK_CAS_RACE_PASSES', '3'))
 PASS_THROUGH_WRITES = 'Pass-Through writes [Requests]'
 #: OCF's write total leaves the pass-through writes out
@@ -202,30 +204,63 @@ class ReaderRaceTestCase(base.KernelTestCase):
 
     def race(self, label: str, reader: Optional[list[str]],
              writer: Callable[[str], object]) -> None:
-        """PASSES passes of the race; every byte must be in Ceph."""
+        """PASSES passes of the race on one attach; every byte in Ceph.
+
+        Each pass writes ROUNDS fresh MiBs of its own (lines no earlier
+        pass touched, so every pass races never-cached lines); one detach
+        flushes them all, then each pass's MiBs are checked in Ceph. One
+        attach per test, not per pass: under TCG an attach and detach
+        (rbd map, its udev rules, the flush, rbd unmap) cost ~50 s.
+        """
         self.useFixture(fixtures.Timeout(120 + 150 * PASSES, gentle=True))
-        summaries = []
+        self.assertLessEqual(PASSES * ROUNDS, 32, 'PASSES * ROUNDS MiB must '
+                             'fit the 64 MiB brd cache without eviction')
+        image = self.image('race-' + label, size_mb=PASSES * ROUNDS + 8)
+        props = self.props(image, 'wb')
+        info = self.connector.connect_volume(props)
+        path = info['path']
+        passes = []
+        counted = {casadm.DIRTY_BLOCKS: 0.0, WRITE_REQUESTS: 0.0,
+                   PASS_THROUGH_WRITES: 0.0}
         for number in range(PASSES):
-            summaries.append(self.race_pass('%s-%d' % (label, number),
-                                            reader, writer))
-            record_pass(summaries[-1])
+            written = self.race_pass('%s-%d' % (label, number), path,
+                                     number * ROUNDS * base.MIB, reader,
+                                     writer)
+            [core] = self.cores()
+            stats = casadm.parse_stats(self.casadm_ok(
+                '-P', '-i', str(core.cache_id), '-j', str(core.core_id),
+                '-o', 'csv'))
+            # the counters are the core's since the attach: this pass's
+            # share is the difference
+            delta = {key: float(stats[key]) - before
+                     for key, before in counted.items()}
+            counted = {key: float(stats[key]) for key in counted}
+            # what the cache gives back, to tell a write the cache holds
+            # but never flushes (clean) from one it lost outright
+            through_cache = [blockio.read_direct(path, offset, len(data))
+                             for offset, data in written]
+            passes.append(('%s-%d' % (label, number), written,
+                           through_cache, delta))
+        self.connector.disconnect_volume(props, info)
+        summaries = [self.pass_summary(image, *one_pass)
+                     for one_pass in passes]
+        for summary in summaries:
+            record_pass(summary)
+        self.assert_clean_host()
         report = '\n'.join(summaries)
         self.addDetail('passes', content.text_content(report))
         self.assertNotIn(' LOST ', report)
         self.assertNotIn(' WRONG ', report)
 
-    def race_pass(self, label: str, reader: Optional[list[str]],
-                  writer: Callable[[str], object]) -> str:
-        """One attach, ROUNDS racing MiBs, the detach, the Ceph check."""
-        image = self.image('race-' + label, size_mb=ROUNDS + 8)
-        props = self.props(image, 'wb')
-        info = self.connector.connect_volume(props)
-        path = info['path']
+    def race_pass(self, label: str, path: str, start: int,
+                  reader: Optional[list[str]],
+                  writer: Callable[[str], object]) -> list[tuple[int, bytes]]:
+        """ROUNDS racing MiBs from *start*; what was written where."""
         written = []
         out = writer(path)
         try:
             for index in range(ROUNDS):
-                offset = index * base.MIB
+                offset = start + index * base.MIB
                 data = blockio.pattern('race-%s-%d' % (label, index),
                                        base.MIB)
                 base.run('blockdev', '--flushbufs', path)
@@ -239,23 +274,22 @@ class ReaderRaceTestCase(base.KernelTestCase):
                 written.append((offset, data))
         finally:
             out.close()
-        [core] = self.cores()
-        stats = casadm.parse_stats(self.casadm_ok(
-            '-P', '-i', str(core.cache_id), '-j', str(core.core_id),
-            '-o', 'csv'))
-        # what the cache gives back, to tell a write the cache holds but
-        # never flushes (clean) from one it lost outright
-        through_cache = {offset: blockio.read_direct(path, offset, len(data))
-                         for offset, data in written}
+        return written
 
-        self.connector.disconnect_volume(props, info)
-
+    @staticmethod
+    def pass_summary(image: str, label: str,
+                     written: list[tuple[int, bytes]],
+                     through_cache: list[bytes],
+                     delta: dict[str, float]) -> str:
+        """A pass's line: dirty, requests, blocks lost in Ceph or cache."""
         ceph_maps, cache_maps = [], []
-        for offset, data in written:
-            got = real_ceph.read(base.CEPH_CONF, image, offset, len(data))
+        in_ceph = real_ceph.read_ranges(
+            base.CEPH_CONF, image,
+            [(offset, len(data)) for offset, data in written])
+        for (_offset, data), cached, got in zip(written, through_cache,
+                                                in_ceph):
             ceph_maps.append(base.block_map(got, data))
-            cache_maps.append(base.block_map(through_cache[offset], data))
-        self.assert_clean_host()
+            cache_maps.append(base.block_map(cached, data))
         lost_in_ceph = sum(map(lost, ceph_maps))
         wrong_in_cache = sum(map(lost, cache_maps))
         # not every line need be dirty: OCF may serve a write that races
@@ -265,13 +299,13 @@ class ReaderRaceTestCase(base.KernelTestCase):
         # O_DIRECT writes reached the device in other pieces (the kernel
         # falls back to a buffered write when it cannot drop the page
         # cache of the range)
-        pass_through = int(float(stats[PASS_THROUGH_WRITES]))
+        pass_through = int(delta[PASS_THROUGH_WRITES])
         summary = ('%s: dirty %d of %d, write requests %d of %d '
                    '(%d pass-through), %s %d blocks in Ceph, cache %s '
                    '%d blocks' % (
-                       label, int(float(stats[casadm.DIRTY_BLOCKS])),
+                       label, int(delta[casadm.DIRTY_BLOCKS]),
                        ROUNDS * 256,
-                       int(float(stats[WRITE_REQUESTS])) + pass_through,
+                       int(delta[WRITE_REQUESTS]) + pass_through,
                        ROUNDS * base.MIB // CHUNK, pass_through,
                        'LOST' if lost_in_ceph else 'lost', lost_in_ceph,
                        'WRONG' if wrong_in_cache else 'wrong',
@@ -301,7 +335,8 @@ class ReaderRaceTestCase(base.KernelTestCase):
 #: the wide-line reproducers' cache line size and request sizes
 WIDE_LINE = 64 * 1024
 BLOCK = 4096
-#: lines per pass (2 MiB: well inside a 64 MiB brd cache of 64 KiB lines)
+#: lines per pass (2 MiB: the passes of a test, on one attach, stay well
+#: inside a 64 MiB brd cache of 64 KiB lines)
 WIDE_LINES = int(os.environ.get('OS_BRICK_CAS_RACE_WIDE_LINES', '32'))
 
 
@@ -372,68 +407,92 @@ class WideLineRaceTestCase(base.KernelTestCase):
         skip_unless_fixed_or_by_name(self)
 
     def passes(self, label: str, mode: str, drained: bool = False) -> None:
+        """PASSES passes on one attach, each on lines of its own."""
         self.useFixture(fixtures.Timeout(120 + 150 * PASSES, gentle=True))
-        summaries = [self.wide_pass('%s-%d' % (label, number), mode, drained)
-                     for number in range(PASSES)]
+        pass_bytes = WIDE_LINES * WIDE_LINE
+        image = self.image('wide-' + label,
+                           size_mb=PASSES * pass_bytes // base.MIB + 8)
+        props = self.props(image, mode)
+        info = self.connector.connect_volume(props)
+        racer = LineRacer(info['path'])
+        [core] = self.cores()
+        done, dirty_before = [], 0
+        try:
+            for number in range(PASSES):
+                heads, tails, stale = self.wide_pass(
+                    '%s-%d' % (label, number), racer, core,
+                    number * pass_bytes, drained)
+                dirty = self.dirty(core)
+                done.append(('%s-%d' % (label, number), heads, tails, stale,
+                             dirty - dirty_before))
+                dirty_before = dirty
+        finally:
+            racer.close()
+        self.connector.disconnect_volume(props, info)
+        summaries = []
+        for number, (name, heads, tails, stale, dirty) in enumerate(done):
+            lost_blocks, maps = 0, []
+            in_ceph = real_ceph.read_ranges(
+                base.CEPH_CONF, image,
+                [(number * pass_bytes + index * WIDE_LINE, WIDE_LINE)
+                 for index in range(WIDE_LINES)])
+            for index, got in enumerate(in_ceph):
+                expected = heads[index] + tails[index]
+                if got != expected:
+                    lost_blocks += lost(base.block_map(got, expected))
+                    maps.append('  line %d: Ceph %s' % (
+                        index, base.block_map(got, expected)))
+            summary = ('%s (%s%s, %d KiB lines): dirty before detach %d, '
+                       '%s %d blocks in Ceph, %s reads of %d returned an '
+                       'old block 0' % (
+                           name, mode, ' drained' if drained else '',
+                           WIDE_LINE // 1024, dirty,
+                           'LOST' if lost_blocks else 'lost', lost_blocks,
+                           '%d STALE' % len(stale) if stale else '0 stale',
+                           WIDE_LINES))
+            summaries.append('\n'.join([summary] + maps))
+            record_pass(summaries[-1])
+        self.assert_clean_host()
         report = '\n'.join(summaries)
         self.addDetail('passes', content.text_content(report))
         self.assertNotIn(' LOST ', report)
         self.assertNotIn(' STALE ', report)
 
-    def wide_pass(self, label: str, mode: str, drained: bool) -> str:
-        image = self.image('wide-' + label, size_mb=WIDE_LINES * WIDE_LINE
-                           // base.MIB + 8)
-        props = self.props(image, mode)
-        info = self.connector.connect_volume(props)
-        path = info['path']
+    def wide_pass(self, label: str, racer: LineRacer, core: casadm.Core,
+                  start: int, drained: bool
+                  ) -> tuple[list[bytes], list[bytes], list[int]]:
+        """Heads, then tails raced by reads, on WIDE_LINES fresh lines.
+
+        Returns the heads, the tails and the lines whose read returned an
+        old block 0. A drained pass loads the drain's IO class after its
+        heads are acknowledged and the table it replaced after its race,
+        so the next pass's heads are cached (dirty) again.
+        """
         heads = [blockio.pattern('head-%s-%d' % (label, index), BLOCK)
                  for index in range(WIDE_LINES)]
         tails = [blockio.pattern('tail-%s-%d' % (label, index),
                                  WIDE_LINE - BLOCK)
                  for index in range(WIDE_LINES)]
-        racer = LineRacer(path)
         stale = []
-        try:
-            # every head acknowledged (O_DIRECT, fsync) before any read
-            for index, head in enumerate(heads):
-                racer.write(index * WIDE_LINE, head)
-            os.fsync(racer.writer)
-            [core] = self.cores()
-            if drained:
-                # the drain's first step (its IO class: the core's IO goes
-                # pass-through), before its flush: the heads stay dirty
-                cas = casadm.Casadm()
-                cas.load_io_classes(core.cache_id,
-                                    drain.compose({core.core_id}))
-            for index, tail in enumerate(tails):
-                offset = index * WIDE_LINE
-                got = racer.race(offset + BLOCK, tail, offset, WIDE_LINE)
-                if got[:BLOCK] != heads[index]:
-                    stale.append(index)
-        finally:
-            racer.close()
-        dirty = self.dirty(core)
-        self.connector.disconnect_volume(props, info)
-        lost_blocks, maps = 0, []
-        for index in range(WIDE_LINES):
-            expected = heads[index] + tails[index]
-            got = real_ceph.read(base.CEPH_CONF, image, index * WIDE_LINE,
-                                 WIDE_LINE)
-            if got != expected:
-                lost_blocks += lost(base.block_map(got, expected))
-                maps.append('  line %d: Ceph %s' % (
-                    index, base.block_map(got, expected)))
-        self.assert_clean_host()
-        summary = ('%s (%s%s, %d KiB lines): dirty before detach %d, %s %d '
-                   'blocks in Ceph, %s reads of %d returned an old block 0'
-                   % (label, mode, ' drained' if drained else '',
-                      WIDE_LINE // 1024, dirty,
-                      'LOST' if lost_blocks else 'lost', lost_blocks,
-                      '%d STALE' % len(stale) if stale else '0 stale',
-                      WIDE_LINES))
-        summary = '\n'.join([summary] + maps)
-        record_pass(summary)
-        return summary
+        # every head acknowledged (O_DIRECT, fsync) before any read
+        for index, head in enumerate(heads):
+            racer.write(start + index * WIDE_LINE, head)
+        os.fsync(racer.writer)
+        cas = casadm.Casadm()
+        table = cas.list_io_classes(core.cache_id) if drained else None
+        if drained:
+            # the drain's first step (its IO class: the core's IO goes
+            # pass-through), before its flush: the heads stay dirty
+            cas.load_io_classes(core.cache_id,
+                                drain.compose({core.core_id}))
+        for index, tail in enumerate(tails):
+            offset = start + index * WIDE_LINE
+            got = racer.race(offset + BLOCK, tail, offset, WIDE_LINE)
+            if got[:BLOCK] != heads[index]:
+                stale.append(index)
+        if table is not None:
+            cas.load_io_classes(core.cache_id, table)
+        return heads, tails, stale
 
     def test_wb_read_behind_a_write_to_the_same_wide_line(self):
         self.passes('wb', 'wb')
