@@ -45,7 +45,7 @@ from os_brick_cas import io_class_table
 from os_brick_cas import labels
 from os_brick_cas import locks
 from os_brick_cas import modes
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import opts
 from os_brick_cas import ownership
 from os_brick_cas import policy as policy_mod

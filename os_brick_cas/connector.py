@@ -45,7 +45,7 @@ from os_brick_cas import identity
 from os_brick_cas import io_class_table
 from os_brick_cas import lifecycle
 from os_brick_cas import locks
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import opts
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names

@@ -31,7 +31,7 @@ from oslo_log import log as logging
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
 from os_brick_cas import host_layout
-from os_brick_cas import host_layout_params as params
+from os_brick_cas.opencas import casadm_params as params
 from os_brick_cas import opts
 
 LOG = logging.getLogger(__name__)

@@ -47,8 +47,8 @@ from os_brick_cas import exception
 from os_brick_cas import io_class_table
 from os_brick_cas import labels
 from os_brick_cas import locks
+from os_brick_cas.opencas import releases
 from os_brick_cas import opts
-from os_brick_cas import releases
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)

@@ -30,12 +30,12 @@ from oslo_config import cfg
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
 from os_brick_cas import host_layout
-from os_brick_cas import host_layout_params as params
 from os_brick_cas import host_layout_sizing as sizing
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import casadm_params as params
+from os_brick_cas.opencas import opencas_conf
+from os_brick_cas.opencas import releases
 from os_brick_cas import opts
 from os_brick_cas.privileged import devices as priv_devices
-from os_brick_cas import releases
 
 CONF = cfg.CONF
 BLOCK = 4096

@@ -26,8 +26,8 @@ from oslo_config import cfg
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
-from os_brick_cas import known_defects
 from os_brick_cas import modes
+from os_brick_cas.opencas import known_defects
 from os_brick_cas import opts
 from os_brick_cas import validation
 

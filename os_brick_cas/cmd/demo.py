@@ -36,8 +36,8 @@ from oslo_config import cfg
 from os_brick_cas import casadm
 from os_brick_cas import connector as connector_mod
 from os_brick_cas import exception
-from os_brick_cas import known_defects
 from os_brick_cas import modes
+from os_brick_cas.opencas import known_defects
 from os_brick_cas import opts
 from os_brick_cas import policy as policy_mod
 import os_brick_cas.privileged

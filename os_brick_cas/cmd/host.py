@@ -35,7 +35,7 @@ from os_brick_cas import hostprep
 from os_brick_cas import hostprep_boot
 from os_brick_cas import hostprep_drain
 from os_brick_cas import io_class_table
-from os_brick_cas import known_defects
+from os_brick_cas.opencas import known_defects
 from os_brick_cas import opts
 
 CONF = cfg.CONF

@@ -26,7 +26,7 @@ import sysconfig
 import time
 from typing import Any, Iterable, Optional
 
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas.simulator import datatrue
 from os_brick_cas.simulator import devices
 from os_brick_cas.simulator import faults

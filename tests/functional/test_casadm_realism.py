@@ -25,7 +25,7 @@ import testtools
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import rbd_names
 from os_brick_cas.simulator import casadm as sim_casadm
 from os_brick_cas.simulator import fixture as sim_fixture

@@ -19,7 +19,7 @@ from os_brick import exception as brick_exception
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from tests.functional import base
 
 PATTERN = b'os-brick-cas\x00' * 315 + b'!'  # 4096 bytes

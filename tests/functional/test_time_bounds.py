@@ -31,7 +31,7 @@ import time
 import ddt
 
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas.simulator import state as state_mod
 from tests.functional import base
 

@@ -59,7 +59,7 @@ from oslo_config import cfg
 
 from os_brick_cas import casadm
 from os_brick_cas import drain
-from os_brick_cas import known_defects
+from os_brick_cas.opencas import known_defects
 from tests.ceph import blockio
 from tests.kernel import base
 from tests import real_ceph

@@ -29,8 +29,8 @@ from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
 from os_brick_cas.cmd import config
 from os_brick_cas import exception
+from os_brick_cas.opencas import releases
 from os_brick_cas import opts
-from os_brick_cas import releases
 from os_brick_cas import stand_in
 
 #: kernel modules a caching host needs (``/sys/module/NAME`` when loaded)

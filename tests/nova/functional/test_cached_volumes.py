@@ -17,7 +17,7 @@ import uuid
 
 from nova.tests.functional.api import client
 
-from os_brick_cas import known_defects
+from os_brick_cas.opencas import known_defects
 from os_brick_cas.simulator import module as sim_module
 from tests.nova.functional import base
 

@@ -22,7 +22,7 @@ import testtools
 
 from os_brick_cas import exception
 from os_brick_cas import hostprep_boot
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import opts
 from tests import casctl_conf_checker as checker
 

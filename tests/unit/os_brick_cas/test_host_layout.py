@@ -18,7 +18,7 @@ import testtools
 
 from os_brick_cas import exception
 from os_brick_cas import host_layout
-from os_brick_cas import host_layout_params as params
+from os_brick_cas.opencas import casadm_params as params
 
 SAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'etc',
                       'host-layout.yaml.sample')

@@ -17,8 +17,8 @@ import fixtures
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
-from os_brick_cas import known_defects
 from os_brick_cas import modes
+from os_brick_cas.opencas import known_defects
 from os_brick_cas import opts
 from os_brick_cas import policy
 from tests.unit.os_brick_cas import base
