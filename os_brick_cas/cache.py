@@ -36,10 +36,10 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
-from os_brick_cas import core_tuning
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
 from os_brick_cas import exception
+from os_brick_cas.host import core_tuning
 from os_brick_cas import identity
 from os_brick_cas import io_class_table
 from os_brick_cas import labels

@@ -363,9 +363,10 @@ PY
     done <<< "$lines"
     PYTHONPATH=$REPO "$PYTHON" - "$layout" "$opencas" <<'PY'
 import sys
-from os_brick_cas import hostprep, opencas_conf
+from os_brick_cas.host import prep
+from os_brick_cas.opencas import opencas_conf
 from tests import devstack_layout
-rows = hostprep.cache_rows(devstack_layout.load(sys.argv[1]))
+rows = prep.cache_rows(devstack_layout.load(sys.argv[1]))
 opencas_conf.update_caches_file(sys.argv[2], rows)
 PY
 }

@@ -12,7 +12,7 @@
 
 """Runtime parameters as the running release's casadm names them.
 
-The host check (os_brick_cas/hostprep.py) reads ``--get-param`` rows by
+The host check (os_brick_cas/host/prep.py) reads ``--get-param`` rows by
 the titles of os_brick_cas/opencas/casadm_params.py and leaves out what the
 release does not know (the ALRU dirty-ratio rows exist from v25.12): here
 the real casadm of each release is asked, through the product's reader.

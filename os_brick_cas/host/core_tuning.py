@@ -30,7 +30,7 @@ from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
-from os_brick_cas import host_layout
+from os_brick_cas.host import layout_file
 from os_brick_cas.opencas import casadm_params as params
 from os_brick_cas import opts
 
@@ -38,14 +38,14 @@ LOG = logging.getLogger(__name__)
 
 
 def _instance_layout(cache_id: int, conf: cfg.ConfigOpts
-                     ) -> Optional[host_layout.InstanceLayout]:
+                     ) -> Optional[layout_file.InstanceLayout]:
     path = conf[opts.GROUP].host_layout
     if not os.path.exists(path):
         LOG.debug('No host layout at %s: new cores keep Open CAS defaults.',
                   path)
         return None
     try:
-        layout = host_layout.load(path)
+        layout = layout_file.load(path)
     except exception.HostLayoutInvalid as exc:
         LOG.warning('%s New cores keep Open CAS defaults until it is fixed '
                     '("os-brick-cas host check" then shows the drift).', exc)
