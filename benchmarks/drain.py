@@ -47,13 +47,13 @@ import uuid
 
 from oslo_config import cfg
 
+from cas_standin import ceph_cluster
+from cas_standin import fixture
 from os_brick_cas import casadm
 from os_brick_cas.cmd import commands as cas_cmd
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import drain
 from os_brick_cas import opts
-from os_brick_cas.simulator import ceph_cluster
-from os_brick_cas.simulator import fixture
 
 CONF = cfg.CONF
 POOL = 'volumes'

@@ -570,7 +570,7 @@ class Casadm(object):
         """``{'CAS Cache Kernel Module': ..., 'CAS CLI Utility': ...}``.
 
         The host simulator adds a row naming itself
-        (:mod:`os_brick_cas.stand_in`).
+        (:mod:`os_brick_cas.opencas.stand_in`).
         """
         timeout = self._timeout
         out = _check('--version', priv_casadm.version(timeout),

@@ -41,11 +41,11 @@ from oslo_concurrency import processutils
 from oslo_config import cfg
 import tenacity
 
+from cas_standin import fixture as sim_fixture
 from cinder_ext import rbd as ext_rbd
 from os_brick_cas import casadm
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import opts
-from os_brick_cas.simulator import fixture as sim_fixture
 from tests import privsep_fixture
 from tests import real_ceph
 

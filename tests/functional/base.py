@@ -16,7 +16,7 @@ Everything above the process boundary is real: the connector, os-brick's
 RBDConnector and executor, the privsep entry points (run in-process, or
 through a real privsep daemon in test_privsep_daemon), processutils. Below
 it run the stand-in ``casadm`` and ``rbd`` executables of
-:mod:`os_brick_cas.simulator`, which print what the real tools print.
+:mod:`cas_standin`, which print what the real tools print.
 
 State is observed the way an operator would: through ``casadm -L/-P`` and
 ``rbd showmapped`` of the simulated host, parsed with the product's parser.
@@ -33,12 +33,12 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
+from cas_standin import fixture as sim_fixture
+from cas_standin import state as sim_state
 from os_brick_cas import casadm
 from os_brick_cas import connector
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
-from os_brick_cas.simulator import fixture as sim_fixture
-from os_brick_cas.simulator import state as sim_state
 from tests import privsep_fixture
 
 MODES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}

@@ -23,14 +23,14 @@ import subprocess
 import fixtures
 import testtools
 
+from cas_standin import casadm as sim_casadm
+from cas_standin import fixture as sim_fixture
+from cas_standin import state as sim_state
 from os_brick_cas import casadm
 from os_brick_cas import exception
 from os_brick_cas.opencas import opencas_conf
+from os_brick_cas.opencas import stand_in
 from os_brick_cas import rbd_names
-from os_brick_cas.simulator import casadm as sim_casadm
-from os_brick_cas.simulator import fixture as sim_fixture
-from os_brick_cas.simulator import state as sim_state
-from os_brick_cas import stand_in
 from tests.functional import base
 from tests.functional.simulator import real_samples
 

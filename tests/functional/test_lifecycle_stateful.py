@@ -59,13 +59,13 @@ from hypothesis import settings
 from hypothesis import stateful
 from hypothesis import strategies as st
 
+from cas_standin import state as sim_state
 from os_brick_cas import casadm
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import io_class_table
 from os_brick_cas import lifecycle
-from os_brick_cas.simulator import state as sim_state
 from os_brick_cas import volume as volume_mod
 from tests.functional import base
 from tests.functional import fake_cinder

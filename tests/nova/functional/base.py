@@ -38,14 +38,14 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 from oslo_serialization import jsonutils
 import requests_mock
 
+from cas_standin import fixture as sim_fixture
+from cas_standin import state as sim_state
 from nova_ext import cmd as nova_cmd
 from nova_ext import driver as nova_driver  # noqa: F401 ([os_brick_cas_nova])
 from nova_ext import hook as nova_hook
 from os_brick_cas import casadm
 from os_brick_cas import drain
 from os_brick_cas import rbd_names
-from os_brick_cas.simulator import fixture as sim_fixture
-from os_brick_cas.simulator import state as sim_state
 from tests.functional import fake_cinder
 from tests.nova import compat as nova_test_compat
 from tests import privsep_fixture

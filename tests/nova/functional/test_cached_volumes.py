@@ -17,8 +17,8 @@ import uuid
 
 from nova.tests.functional.api import client
 
+from cas_standin import module as sim_module
 from os_brick_cas.opencas import known_defects
-from os_brick_cas.simulator import module as sim_module
 from tests.nova.functional import base
 
 WT_VOL = str(uuid.UUID(int=0xca5e1))

@@ -24,9 +24,9 @@ Outputs follow casadm-samples/real-v26.03.2 (042-045, 082-084).
 
 from typing import Any, Optional
 
+from cas_standin import faults
+from cas_standin import state as state_mod
 from os_brick_cas.opencas import casadm_params as table
-from os_brick_cas.simulator import faults
-from os_brick_cas.simulator import state as state_mod
 
 Reply = state_mod.Reply
 TRY_HELP = "Try `casadm --help | -H' for more information.\n"
@@ -53,7 +53,7 @@ def handles(argv: list[str]) -> bool:
 
 
 def _release(state: dict[str, Any]) -> tuple[int, int]:
-    from os_brick_cas.simulator import casadm
+    from cas_standin import casadm
     major, minor = (state.get('version') or casadm.VERSION).split('.')[:2]
     return int(major), int(minor)
 
