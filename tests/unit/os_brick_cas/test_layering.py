@@ -41,17 +41,10 @@ OPENCAS_MAY_IMPORT = ('os_brick_cas.exception', 'os_brick_cas.labels',
 
 
 def imported(path: str) -> set[str]:
-    with open(path) as source:
-        tree = ast.parse(source.read(), path)
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update('%s.%s' % (node.module, alias.name)
-                         for alias in node.names)
-    return names
+    """The modules the product module at *path* imports."""
+    dotted = os.path.relpath(path, TOP)[:-3].replace(os.sep, '.')
+    return module_imports(dotted.removesuffix('.__init__'), path,
+                          module_files(TOP, PRODUCT))
 
 
 CINDER_EXT = os.path.join(os.path.dirname(ROOT), 'cinder_ext')
