@@ -29,8 +29,10 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import exception
 from os_brick_cas.host import layout_file
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas.opencas import casadm_params as params
 from os_brick_cas import opts
 
@@ -68,7 +70,7 @@ def new_core_values(cache_id: int, conf: cfg.ConfigOpts = cfg.CONF
             if setting.value != setting.param.default]
 
 
-def tune_new_core(casadm: casadm_mod.Casadm, core: casadm_mod.Core,
+def tune_new_core(casadm: casadm_mod.Casadm, core: casadm_output.Core,
                   conf: cfg.ConfigOpts = cfg.CONF) -> None:
     """Give *core*, just added, the layout's sequential cut-off."""
     values = new_core_values(core.cache_id, conf)

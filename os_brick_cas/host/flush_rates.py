@@ -31,9 +31,11 @@ from typing import Optional
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import exception
 from os_brick_cas.host import prep
 from os_brick_cas.host import sizing
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from os_brick_cas import shared_files
 
@@ -121,7 +123,7 @@ def measure_flush(casadm: casadm_mod.Casadm, cache_id: int,
     some dirty data to time, so run it while guests write.
     """
     stats = casadm.stats(cache_id)
-    dirty = int(float(stats.get(casadm_mod.DIRTY_BLOCKS, '0') or 0))
+    dirty = int(float(stats.get(casadm_output.DIRTY_BLOCKS, '0') or 0))
     dirty_bytes = dirty * prep.BLOCK
     if dirty_bytes < MIN_MEASURED_BYTES:
         raise exception.CasError(

@@ -28,9 +28,11 @@ from typing import Callable, Optional
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import exception
 from os_brick_cas.host import layout_file
 from os_brick_cas.host import sizing
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas.opencas import casadm_params as params
 from os_brick_cas.opencas import opencas_conf
 from os_brick_cas.opencas import releases
@@ -76,7 +78,7 @@ class InstanceState:
     """The layout of one instance next to what the host has."""
 
     layout: layout_file.InstanceLayout
-    running: Optional[casadm_mod.CacheInstance]
+    running: Optional[casadm_output.CacheInstance]
     size_bytes: Optional[int]
     drifts: list[Drift] = dataclasses.field(default_factory=list)
     actions: list[Action] = dataclasses.field(default_factory=list)
@@ -90,7 +92,7 @@ class HostState:
     release: Optional[tuple[int, int]]
     cli_version: str
     instances: list[InstanceState]
-    unlisted: list[casadm_mod.CacheInstance]
+    unlisted: list[casadm_output.CacheInstance]
 
     @property
     def refusals(self) -> list[str]:

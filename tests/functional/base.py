@@ -35,8 +35,8 @@ import testtools
 
 from cas_standin import fixture as sim_fixture
 from cas_standin import state as sim_state
-from os_brick_cas import casadm
 from os_brick_cas import connector
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
 from tests import privsep_fixture
@@ -157,18 +157,18 @@ class FunctionalTestCase(testtools.TestCase):
         except Exception:
             pass
 
-    def cache_list(self) -> list[casadm.CacheInstance]:
-        return casadm.parse_list(self._tool('casadm', '-L', '-o', 'csv',
-                                            '-b'))
+    def cache_list(self) -> list[casadm_output.CacheInstance]:
+        return casadm_output.parse_list(self._tool('casadm', '-L', '-o', 'csv',
+                                                   '-b'))
 
-    def cores(self) -> list[casadm.Core]:
+    def cores(self) -> list[casadm_output.Core]:
         return [core for cache in self.cache_list() for core in cache.cores]
 
-    def dirty(self, core: casadm.Core) -> int:
-        stats = casadm.parse_stats(self._tool(
+    def dirty(self, core: casadm_output.Core) -> int:
+        stats = casadm_output.parse_stats(self._tool(
             'casadm', '-P', '-i', str(core.cache_id), '-j',
             str(core.core_id), '-o', 'csv'))
-        return int(stats[casadm.DIRTY_BLOCKS])
+        return int(stats[casadm_output.DIRTY_BLOCKS])
 
     def mappings(self) -> list[dict[str, str]]:
         return json.loads(self._tool('rbd', 'showmapped', '--format=json'))

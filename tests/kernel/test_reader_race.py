@@ -58,7 +58,9 @@ from testtools import content
 from oslo_config import cfg
 
 from os_brick_cas import casadm
+
 from os_brick_cas import drain
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas.opencas import known_defects
 from tests.ceph import blockio
 from tests.kernel import base
@@ -240,7 +242,7 @@ class ReaderRaceTestCase(base.KernelTestCase):
         finally:
             out.close()
         [core] = self.cores()
-        stats = casadm.parse_stats(self.casadm_ok(
+        stats = casadm_output.parse_stats(self.casadm_ok(
             '-P', '-i', str(core.cache_id), '-j', str(core.core_id),
             '-o', 'csv'))
         # what the cache gives back, to tell a write the cache holds but
@@ -269,7 +271,7 @@ class ReaderRaceTestCase(base.KernelTestCase):
         summary = ('%s: dirty %d of %d, write requests %d of %d '
                    '(%d pass-through), %s %d blocks in Ceph, cache %s '
                    '%d blocks' % (
-                       label, int(float(stats[casadm.DIRTY_BLOCKS])),
+                       label, int(float(stats[casadm_output.DIRTY_BLOCKS])),
                        ROUNDS * 256,
                        int(float(stats[WRITE_REQUESTS])) + pass_through,
                        ROUNDS * base.MIB // CHUNK, pass_through,
