@@ -46,11 +46,11 @@ from os_brick.initiator.connectors import rbd as brick_rbd
 from oslo_concurrency import processutils
 from oslo_config import cfg
 
+from cas_standin import fixture
 from os_brick_cas.cmd import commands as cas_cmd
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import opts
 from os_brick_cas.privileged import devices as priv_devices
-from os_brick_cas.simulator import fixture
 
 CONF = cfg.CONF
 POOL = 'volumes'

@@ -47,13 +47,14 @@ import uuid
 
 from oslo_config import cfg
 
+from cas_standin import ceph_cluster
+from cas_standin import fixture
 from os_brick_cas import casadm
 from os_brick_cas.cmd import commands as cas_cmd
 from os_brick_cas import connector as cas_connector
 from os_brick_cas import drain
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
-from os_brick_cas.simulator import ceph_cluster
-from os_brick_cas.simulator import fixture
 
 CONF = cfg.CONF
 POOL = 'volumes'
@@ -116,12 +117,13 @@ class Bench(object):
         self.timeout = timeout
         self.casadm = casadm.Casadm()
         self.manager = drain.DrainManager(self.casadm)
-        found = casadm.core_of_exported(device)
+        found = casadm_output.core_of_exported(device)
         if found is None:
             raise RuntimeError('%s is not a cached device' % device)
         self.cache_id, self.core_id = found
 
-    def _cache_and_core(self) -> tuple[casadm.CacheInstance, casadm.Core]:
+    def _cache_and_core(self) -> tuple[casadm_output.CacheInstance,
+                                       casadm_output.Core]:
         [cache] = [c for c in self.casadm.list_caches()
                    if c.cache_id == self.cache_id]
         [core] = [c for c in cache.cores if c.core_id == self.core_id]

@@ -36,16 +36,18 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
-from os_brick_cas import core_tuning
+
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
 from os_brick_cas import exception
+from os_brick_cas.host import core_tuning
 from os_brick_cas import identity
 from os_brick_cas import io_class_table
 from os_brick_cas import labels
 from os_brick_cas import locks
 from os_brick_cas import modes
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import opts
 from os_brick_cas import ownership
 from os_brick_cas import policy as policy_mod
@@ -95,11 +97,11 @@ class VolumeCache(object):
     def _flush_timeout(self) -> int:
         return self.conf[opts.GROUP].flush_timeout
 
-    def list_caches(self) -> list[casadm_mod.CacheInstance]:
+    def list_caches(self) -> list[casadm_output.CacheInstance]:
         return self.casadm.list_caches()
 
     @staticmethod
-    def _mode_of(caches: list[casadm_mod.CacheInstance],
+    def _mode_of(caches: list[casadm_output.CacheInstance],
                  cache_id: int) -> modes.CacheMode:
         for cache in caches:
             if cache.cache_id == cache_id:
@@ -109,7 +111,7 @@ class VolumeCache(object):
 
     def attach(self, core_device: str, requested: modes.CacheMode,
                volume: str,
-               caches: Optional[list[casadm_mod.CacheInstance]] = None,
+               caches: Optional[list[casadm_output.CacheInstance]] = None,
                spec: Optional[rbd_names.ImageSpec] = None,
                epoch: Optional[str] = None,
                owner_epoch: Optional[str] = ownership.UNKNOWN,
@@ -199,10 +201,10 @@ class VolumeCache(object):
                         'ask (%(err)s); status and doctor will not know '
                         'it asked for one.', {'vol': volume, 'err': exc})
 
-    def _claim(self, core: casadm_mod.Core, volume: str,
+    def _claim(self, core: casadm_output.Core, volume: str,
                spec: Optional[rbd_names.ImageSpec],
-               caches: list[casadm_mod.CacheInstance], epoch: str,
-               owner_epoch: Optional[str]) -> Optional[casadm_mod.Core]:
+               caches: list[casadm_output.CacheInstance], epoch: str,
+               owner_epoch: Optional[str]) -> Optional[casadm_output.Core]:
         """*core* if attachment *epoch* may use it as it is, else None.
 
         None means the core of an earlier attachment was clean and has
@@ -228,7 +230,7 @@ class VolumeCache(object):
         return core
 
     def _add(self, core_device: str, requested: modes.CacheMode,
-             volume: str, caches: list[casadm_mod.CacheInstance],
+             volume: str, caches: list[casadm_output.CacheInstance],
              spec: Optional[rbd_names.ImageSpec], epoch: Optional[str]
              ) -> Optional[CachedDevice]:
         """Add *core_device* as a new core of the instance for the mode."""
@@ -299,8 +301,8 @@ class VolumeCache(object):
                        'Add the instance there and retry.'
                        % (mode.value, volume, self.opencas_conf_path))
 
-    def _reuse(self, core: casadm_mod.Core,
-               caches: list[casadm_mod.CacheInstance],
+    def _reuse(self, core: casadm_output.Core,
+               caches: list[casadm_output.CacheInstance],
                requested: modes.CacheMode, volume: str,
                spec: Optional[rbd_names.ImageSpec]) -> CachedDevice:
         mode = self._mode_of(caches, core.cache_id)
@@ -327,7 +329,7 @@ class VolumeCache(object):
             priv_devices.record_core(core.cache_id, core.core_id,
                                      core.device)
         return CachedDevice(core.cache_id, core.core_id, mode,
-                            core.exported or casadm_mod.exported_path(
+                            core.exported or casadm_output.exported_path(
                                 core.cache_id, core.core_id), core.device,
                             fresh=fresh)
 
@@ -348,9 +350,9 @@ class VolumeCache(object):
             return False
         return self.detach_core(core, volume, spec, caches)
 
-    def detach_core(self, core: casadm_mod.Core, volume: str,
+    def detach_core(self, core: casadm_output.Core, volume: str,
                     spec: Optional[rbd_names.ImageSpec] = None,
-                    caches: Optional[list[casadm_mod.CacheInstance]] = None
+                    caches: Optional[list[casadm_output.CacheInstance]] = None
                     ) -> bool:
         """Flush (if needed) and remove *core*, whose link must name *spec*.
 
@@ -398,9 +400,9 @@ class VolumeCache(object):
                  {'vol': volume, 'cache': core.cache_id})
         return True
 
-    def _reactivate_for_removal(self, core: casadm_mod.Core, volume: str,
+    def _reactivate_for_removal(self, core: casadm_output.Core, volume: str,
                                 spec: Optional[rbd_names.ImageSpec]
-                                ) -> casadm_mod.Core:
+                                ) -> casadm_output.Core:
         """Deal with an inactive core: remove it if clean, else re-activate.
 
         Returns the core, active if it had to be re-activated so its dirty
@@ -428,8 +430,8 @@ class VolumeCache(object):
                    'flushed)' % (volume, core.device),
             core=core.core_id, cache_id=core.cache_id, dirty=dirty)
 
-    def _try_add(self, core: casadm_mod.Core, volume: str,
-                 spec: Optional[rbd_names.ImageSpec]) -> casadm_mod.Core:
+    def _try_add(self, core: casadm_output.Core, volume: str,
+                 spec: Optional[rbd_names.ImageSpec]) -> casadm_output.Core:
         """Re-activate inactive *core*, tolerating Open CAS's udev loader.
 
         open-cas-loader try-adds a core listed in opencas.conf as soon as
@@ -459,7 +461,7 @@ class VolumeCache(object):
                        '--load) and retry.' % (core.core_id, core.device))
         return added
 
-    def _require_running(self, core: casadm_mod.Core) -> None:
+    def _require_running(self, core: casadm_output.Core) -> None:
         """Refuse a try-add for a cache that is not running.
 
         casadm would accept it and park the device in the core pool, where
@@ -483,8 +485,8 @@ class VolumeCache(object):
         self.casadm.remove_detached(device)
         return True
 
-    def _active_now(self, core: casadm_mod.Core
-                    ) -> Optional[casadm_mod.Core]:
+    def _active_now(self, core: casadm_output.Core
+                    ) -> Optional[casadm_output.Core]:
         """*core* as listed now, if it is that same core and active."""
         now = self.casadm.find_core(self.casadm.list_caches(), core.device)
         if now is None or not now.active or (
@@ -492,8 +494,8 @@ class VolumeCache(object):
             return None
         return now
 
-    def _loader_won(self, now: casadm_mod.Core, volume: str,
-                    spec: Optional[rbd_names.ImageSpec]) -> casadm_mod.Core:
+    def _loader_won(self, now: casadm_output.Core, volume: str,
+                    spec: Optional[rbd_names.ImageSpec]) -> casadm_output.Core:
         """Go on with a core the udev loader re-activated (identity first)."""
         identity.verify_link(now.device, 'use %s re-activated by the Open '
                              'CAS udev loader' % now.label, spec)
@@ -503,7 +505,7 @@ class VolumeCache(object):
         return now
 
     @staticmethod
-    def _is_own_device(core: casadm_mod.Core,
+    def _is_own_device(core: casadm_output.Core,
                        spec: Optional[rbd_names.ImageSpec]) -> bool:
         """Whether *core*'s link resolves to its own image's device now.
 
@@ -522,7 +524,7 @@ class VolumeCache(object):
         return True
 
     def forget_stale_rows(self, core_device: str,
-                          caches: list[casadm_mod.CacheInstance]) -> None:
+                          caches: list[casadm_output.CacheInstance]) -> None:
         """Drop opencas.conf rows for *core_device* in running instances.
 
         A row of an instance that is not running is kept: that instance may

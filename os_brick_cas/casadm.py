@@ -10,18 +10,17 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""How to talk to casadm: typed records, CSV parsing and error mapping.
+"""How to talk to casadm: bounded calls, retries and error mapping.
 
 No policy lives here. Root work is done by the entry points in
 :mod:`os_brick_cas.privileged.casadm`; this module validates arguments
-before anything is sent to the daemon, parses what casadm printed with the
-csv module, and turns non-zero exits into specific exceptions.
+before anything is sent to the daemon, hands what casadm printed to the
+parsers of :mod:`os_brick_cas.opencas.casadm_output` (its typed records),
+and turns non-zero exits into specific exceptions.
 """
 
 import csv
-import dataclasses
 import io
-import os
 import re
 from typing import Callable, Optional
 
@@ -30,198 +29,14 @@ from oslo_log import log as logging
 import tenacity
 
 from os_brick_cas import exception
-from os_brick_cas import labels
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from os_brick_cas.privileged import casadm as priv_casadm
 from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
 
-LIST_HEADER = ['type', 'id', 'disk', 'status', 'write policy', 'device']
-NO_CACHES = 'No caches running'
-DIRTY_BLOCKS = 'Dirty [4KiB Blocks]'
 _ADDED = re.compile(r'Successfully added core (\d+) to cache instance (\d+)')
-
-
-@dataclasses.dataclass(frozen=True)
-class Core:
-    """One core of a cache instance as ``casadm -L -b`` shows it."""
-
-    cache_id: int
-    core_id: int
-    device: str
-    status: str
-    exported: Optional[str]
-
-    @property
-    def active(self) -> bool:
-        return self.status != 'Inactive'
-
-    @property
-    def label(self) -> str:
-        """``core 3 of cache instance 1`` (:func:`labels.core`)."""
-        return labels.core(self.cache_id, self.core_id)
-
-
-@dataclasses.dataclass(frozen=True)
-class CacheInstance:
-    """One cache instance with its cores."""
-
-    cache_id: int
-    device: str
-    status: str
-    mode: str
-    cores: tuple[Core, ...] = ()
-
-    @property
-    def current_mode(self) -> str:
-        """The mode now in force: 'wb->wt' (any flush running) is 'wt'."""
-        return self.mode.rsplit('->', 1)[-1]
-
-    def find_core(self, device: str) -> Optional[Core]:
-        for core in self.cores:
-            if core.device == device:
-                return core
-        return None
-
-
-def parse_list(text: str) -> list[CacheInstance]:
-    """Parse ``casadm -L -o csv`` output into cache instances."""
-    if text.strip() == NO_CACHES:
-        return []
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows or [c.strip() for c in rows[0]] != LIST_HEADER:
-        raise exception.CasadmCommandFailed(
-            operation='--list-caches', exit_code=0,
-            detail='unexpected output %r' % text[:200])
-    caches: list[CacheInstance] = []
-    cores: list[Core] = []
-    current: Optional[tuple[int, str, str, str]] = None
-
-    def close() -> None:
-        if current is not None:
-            caches.append(CacheInstance(*current, cores=tuple(cores)))
-
-    for row in rows[1:]:
-        if not row:
-            continue
-        kind, ident, disk, status, policy, device = (row + [''] * 6)[:6]
-        if kind == 'cache':
-            close()
-            cores = []
-            current = (int(ident), disk, status, policy)
-        elif kind == 'core' and current is not None and ident != '-':
-            cores.append(Core(cache_id=current[0], core_id=int(ident),
-                              device=disk, status=status,
-                              exported=None if device == '-' else device))
-        # 'core pool' rows and detached pool devices are not ours to manage
-    close()
-    return caches
-
-
-def parse_core_pool(text: str) -> list[str]:
-    """Devices in Open CAS's core pool (``core,-,<device>,Detached``).
-
-    A try-add for a cache that is not running parks its device there, held
-    open, so a later ``--add-core`` of it fails until --remove-detached.
-    """
-    if text.strip() == NO_CACHES:
-        return []
-    return [row[2] for row in csv.reader(io.StringIO(text))
-            if len(row) >= 4 and row[0] == 'core' and row[1] == '-']
-
-
-def parse_stats(text: str) -> dict[str, str]:
-    """Parse ``casadm -P -o csv`` (header line + one value line) by name."""
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if len(rows) != 1:
-        raise exception.CasadmCommandFailed(
-            operation='--stats', exit_code=0,
-            detail='expected one line of values, got %r' % text[:200])
-    return {key.strip(): (value or '').strip() for key, value in
-            rows[0].items()}
-
-
-@dataclasses.dataclass(frozen=True)
-class IoClass:
-    """One row of an instance's IO-class table (``-C -L -o csv``)."""
-
-    class_id: int
-    name: str
-    priority: Optional[int]     # None: pinned
-    allocation: float           # 0..1; 0 = the class never maps lines
-
-
-def parse_io_classes(text: str) -> list[IoClass]:
-    """Parse ``casadm --io-class --list -o csv``."""
-    table = []
-    for row in csv.DictReader(io.StringIO(text)):
-        row = {key.strip(): (value or '').strip()
-               for key, value in row.items()}
-        try:
-            table.append(IoClass(
-                class_id=int(row['IO class id']),
-                name=row['IO class name'],
-                priority=(int(row['Eviction priority'])
-                          if row['Eviction priority'] else None),
-                allocation=float(row['Allocation'])))
-        except (KeyError, ValueError):
-            raise exception.CasadmCommandFailed(
-                operation='--io-class --list', exit_code=0,
-                detail='unexpected output %r' % text[:200])
-    return table
-
-
-@dataclasses.dataclass(frozen=True)
-class IoClassUsage:
-    """One IO class's use of its instance (``-P -i I -d -o csv``).
-
-    Counts are casadm's 4 KiB blocks, summed over the instance's cores.
-    Open CAS reports no eviction count per class; reads over a class's cap
-    go pass-through and count as *pass_through_reads*.
-    """
-
-    class_id: int
-    name: str
-    #: the class's cap in whole percent ("Max size")
-    max_percent: Optional[int]
-    occupancy_blocks: int
-    dirty_blocks: int
-    pass_through_reads: Optional[int] = None
-
-
-def _count(row: dict[str, str], title: str) -> Optional[int]:
-    """A whole number cell (``25%`` counts as 25), None if absent."""
-    raw = row.get(title, '').rstrip('%')
-    try:
-        return int(float(raw))
-    except ValueError:
-        return None
-
-
-def parse_io_class_stats(text: str) -> list[IoClassUsage]:
-    """Parse ``casadm -P -i I -d -o csv``: one header, a line per class.
-
-    Columns are read by name (they differ between releases).
-    """
-    usage = []
-    for row in csv.DictReader(io.StringIO(text)):
-        row = {key.strip(): (value or '').strip()
-               for key, value in row.items() if key is not None}
-        try:
-            usage.append(IoClassUsage(
-                class_id=int(row['IO class ID']),
-                name=row['IO class name'],
-                max_percent=_count(row, 'Max size'),
-                occupancy_blocks=int(float(row['Occupancy [4KiB Blocks]'])),
-                dirty_blocks=int(float(row[DIRTY_BLOCKS])),
-                pass_through_reads=_count(
-                    row, 'Pass-Through reads [Requests]')))
-        except (KeyError, ValueError):
-            raise exception.CasadmCommandFailed(
-                operation='--stats --io-class-id', exit_code=0,
-                detail='unexpected output %r' % text[:200])
-    return usage
 
 
 # (substring of casadm's output, exception factory)
@@ -337,23 +152,6 @@ _retry_opened = tenacity.retry(
     reraise=True)
 
 
-def exported_path(cache_id: int, core_id: int) -> str:
-    """The cached block device Open CAS exports for a core."""
-    return '/dev/cas%d-%d' % (cache_id, core_id)
-
-
-_EXPORTED = re.compile(r'/dev/cas(?P<cache>\d+)-(?P<core>\d+)')
-
-
-def core_of_exported(path: str) -> Optional[tuple[int, int]]:
-    """(cache id, core id) if *path* (or its target) is an exported core."""
-    for candidate in (path, os.path.realpath(path)):
-        match = _EXPORTED.fullmatch(candidate)
-        if match:
-            return int(match.group('cache')), int(match.group('core'))
-    return None
-
-
 class Casadm(object):
     """The casadm operations os-brick-cas needs, with typed results.
 
@@ -373,19 +171,19 @@ class Casadm(object):
     def _flush_timeout(self) -> int:
         return self.conf[opts.GROUP].flush_timeout
 
-    def list_caches(self) -> list[CacheInstance]:
+    def list_caches(self) -> list[casadm_output.CacheInstance]:
         """All cache instances and their cores (by-id paths)."""
         timeout = self._timeout
-        return parse_list(_check('--list-caches',
-                                 priv_casadm.list_caches(timeout),
-                                 timeout=timeout))
+        return casadm_output.parse_list(_check(
+            '--list-caches', priv_casadm.list_caches(timeout),
+            timeout=timeout))
 
     def core_pool(self) -> list[str]:
         """Devices parked in the core pool (by-id paths)."""
         timeout = self._timeout
-        return parse_core_pool(_check('--list-caches',
-                                      priv_casadm.list_caches(timeout),
-                                      timeout=timeout))
+        return casadm_output.parse_core_pool(_check(
+            '--list-caches', priv_casadm.list_caches(timeout),
+            timeout=timeout))
 
     def remove_detached(self, device: str) -> None:
         """Release *device* from the core pool (it holds no cache data)."""
@@ -396,8 +194,8 @@ class Casadm(object):
                device=device, timeout=timeout)
 
     @staticmethod
-    def find_core(caches: list[CacheInstance],
-                  device: str) -> Optional[Core]:
+    def find_core(caches: list[casadm_output.CacheInstance],
+                  device: str) -> Optional[casadm_output.Core]:
         """The core added with by-id path *device*, in any instance."""
         for cache in caches:
             core = cache.find_core(device)
@@ -406,7 +204,7 @@ class Casadm(object):
         return None
 
     @_retry_busy
-    def add_core(self, cache_id: int, device: str) -> Core:
+    def add_core(self, cache_id: int, device: str) -> casadm_output.Core:
         """Add *device* to *cache_id*; casadm picks the core id."""
         cache_id = validation.cache_id(cache_id)
         device = validation.by_id_path(device)
@@ -420,16 +218,19 @@ class Casadm(object):
                 operation='--add-core', exit_code=0,
                 detail='no core id in %r' % out)
         core_id = int(match.group(1))
-        return Core(cache_id=cache_id, core_id=core_id, device=device,
-                    status='Active',
-                    exported=exported_path(cache_id, core_id))
+        return casadm_output.Core(
+            cache_id=cache_id, core_id=core_id, device=device,
+            status='Active',
+            exported=casadm_output.exported_path(cache_id, core_id))
 
     @_retry_busy
-    def try_add_core(self, cache_id: int, core_id: int, device: str) -> Core:
+    def try_add_core(self, cache_id: int, core_id: int, device: str
+                     ) -> casadm_output.Core:
         """Re-activate an inactive core on its (returned) device.
 
         casadm exits 0 also when *cache_id* is not running: the device is
-        then parked in the core pool (see :func:`parse_core_pool`).
+        then parked in the core pool (see
+        :func:`os_brick_cas.opencas.casadm_output.parse_core_pool`).
         """
         cache_id = validation.cache_id(cache_id)
         core_id = validation.core_id(core_id)
@@ -439,13 +240,14 @@ class Casadm(object):
                                                      device, timeout),
                cache_id=cache_id, core_id=core_id, device=device,
                timeout=timeout)
-        return Core(cache_id=cache_id, core_id=core_id, device=device,
-                    status='Active',
-                    exported=exported_path(cache_id, core_id))
+        return casadm_output.Core(
+            cache_id=cache_id, core_id=core_id, device=device,
+            status='Active',
+            exported=casadm_output.exported_path(cache_id, core_id))
 
     @_retry_opened
     @_retry_busy
-    def remove_core(self, core: Core) -> None:
+    def remove_core(self, core: casadm_output.Core) -> None:
         """Remove an active core (casadm flushes it first; never forced).
 
         Bounded by flush_timeout; when that runs out the removal's flush
@@ -463,7 +265,7 @@ class Casadm(object):
                device=core.exported or core.device, timeout=timeout)
 
     @_retry_busy
-    def remove_inactive_core(self, core: Core) -> None:
+    def remove_inactive_core(self, core: casadm_output.Core) -> None:
         """Remove an inactive core; casadm refuses while it is dirty."""
         timeout = self._timeout
         _check('--remove-inactive',
@@ -473,16 +275,17 @@ class Casadm(object):
                cache_id=core.cache_id, core_id=core.core_id,
                device=core.device, timeout=timeout)
 
-    def list_io_classes(self, cache_id: int) -> list[IoClass]:
+    def list_io_classes(self, cache_id: int) -> list[casadm_output.IoClass]:
         """The IO-class table of *cache_id*."""
         cache_id = validation.cache_id(cache_id)
         timeout = self._timeout
         out = _check('--io-class --list',
                      priv_casadm.list_io_classes(cache_id, timeout),
                      cache_id=cache_id, timeout=timeout)
-        return parse_io_classes(out)
+        return casadm_output.parse_io_classes(out)
 
-    def load_io_classes(self, cache_id: int, table: list[IoClass]) -> None:
+    def load_io_classes(self, cache_id: int,
+                        table: list[casadm_output.IoClass]) -> None:
         """Replace the whole IO-class table of *cache_id* with *table*."""
         cache_id = validation.cache_id(cache_id)
         timeout = self._timeout
@@ -492,7 +295,7 @@ class Casadm(object):
                               for c in table], timeout),
                cache_id=cache_id, timeout=timeout)
 
-    def discard_core(self, core: Core) -> None:
+    def discard_core(self, core: casadm_output.Core) -> None:
         """Remove *core* without flushing (drops its dirty data).
 
         Only ``os-brick-cas discard`` calls this, for data Cinder records
@@ -560,31 +363,30 @@ class Casadm(object):
         if core_id is not None:
             core_id = validation.core_id(core_id)
         timeout = self._timeout
-        return parse_stats(_check('--stats',
-                                  priv_casadm.stats(cache_id, core_id,
-                                                    timeout),
-                                  cache_id=cache_id, core_id=core_id,
-                                  timeout=timeout))
+        return casadm_output.parse_stats(_check(
+            '--stats', priv_casadm.stats(cache_id, core_id, timeout),
+            cache_id=cache_id, core_id=core_id, timeout=timeout))
 
-    def io_class_stats(self, cache_id: int) -> list[IoClassUsage]:
+    def io_class_stats(self, cache_id: int
+                       ) -> list[casadm_output.IoClassUsage]:
         """Each IO class's occupancy and dirty blocks: one casadm call."""
         cache_id = validation.cache_id(cache_id)
         timeout = self._timeout
-        return parse_io_class_stats(_check(
+        return casadm_output.parse_io_class_stats(_check(
             '--stats --io-class-id',
             priv_casadm.io_class_stats(cache_id, timeout),
             cache_id=cache_id, timeout=timeout))
 
-    def dirty_blocks(self, core: Core) -> int:
+    def dirty_blocks(self, core: casadm_output.Core) -> int:
         """Dirty 4 KiB blocks a core holds."""
         return int(float(self.stats(core.cache_id, core.core_id)
-                         .get(DIRTY_BLOCKS, '0') or 0))
+                         .get(casadm_output.DIRTY_BLOCKS, '0') or 0))
 
     def version(self) -> dict[str, str]:
         """``{'CAS Cache Kernel Module': ..., 'CAS CLI Utility': ...}``.
 
         The host simulator adds a row naming itself
-        (:mod:`os_brick_cas.stand_in`).
+        (:mod:`os_brick_cas.opencas.stand_in`).
         """
         timeout = self._timeout
         out = _check('--version', priv_casadm.version(timeout),
@@ -613,7 +415,7 @@ class Casadm(object):
         out = _check('--check-cache-device',
                      priv_casadm.check_cache_device(device, timeout),
                      device=device, timeout=timeout)
-        return parse_stats(out)
+        return casadm_output.parse_stats(out)
 
     def set_params(self, namespace: str, cache_id: int,
                    values: list[tuple[str, object]],

@@ -36,7 +36,6 @@ from oslo_log import log as logging
 from oslo_utils import excutils
 
 from os_brick_cas import cache as cache_mod
-from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import devlinks
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
@@ -45,7 +44,8 @@ from os_brick_cas import identity
 from os_brick_cas import io_class_table
 from os_brick_cas import lifecycle
 from os_brick_cas import locks
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import opts
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
@@ -232,7 +232,7 @@ class CachedRBDConnector(rbd.RBDConnector):
 
     def _connect(self, volume: volume_mod.RBDVolume,
                  props: dict[str, Any],
-                 caches: list[casadm_mod.CacheInstance]) -> dict[str, Any]:
+                 caches: list[casadm_output.CacheInstance]) -> dict[str, Any]:
         device, was_mapped = self._map(volume, props)
         link: Optional[str] = None
         link_created = False
@@ -292,8 +292,8 @@ class CachedRBDConnector(rbd.RBDConnector):
     # -- detach --------------------------------------------------------
 
     def _core_of(self, volume: volume_mod.RBDVolume,
-                 caches: list[casadm_mod.CacheInstance]
-                 ) -> Optional[casadm_mod.Core]:
+                 caches: list[casadm_output.CacheInstance]
+                 ) -> Optional[casadm_output.Core]:
         """The core holding *volume*: by its identifying link, else 1.x.
 
         A 1.x ``rbd-<pool>-<image>`` core counts only while active and
@@ -405,7 +405,7 @@ class CachedRBDConnector(rbd.RBDConnector):
 
     def _refuse_stale_before_map(
             self, volume: volume_mod.RBDVolume,
-            caches: list[casadm_mod.CacheInstance]) -> None:
+            caches: list[casadm_output.CacheInstance]) -> None:
         """Refuse before mapping if a dirty core here is not ours to use.
 
         Mapping the image makes its by-id link appear, and Open CAS's udev
@@ -421,7 +421,7 @@ class CachedRBDConnector(rbd.RBDConnector):
                                       also=volume.epoch)
 
     def _refuse_unless_owner(self, volume: volume_mod.RBDVolume,
-                             core: casadm_mod.Core, action: str = 'detach',
+                             core: casadm_output.Core, action: str = 'detach',
                              also: Optional[str] = None) -> None:
         """Refuse to use dirty data of an attachment that is not the owner.
 
@@ -440,7 +440,7 @@ class CachedRBDConnector(rbd.RBDConnector):
             LOG.error('%s', error)
             raise
 
-    def _current(self, core: casadm_mod.Core) -> casadm_mod.Core:
+    def _current(self, core: casadm_output.Core) -> casadm_output.Core:
         """*core* as casadm lists it now (the udev loader may have acted)."""
         now = self.volume_cache.casadm.find_core(
             self.volume_cache.list_caches(), core.device)
@@ -459,7 +459,7 @@ class CachedRBDConnector(rbd.RBDConnector):
 
     def _refuse_if_cache_stopped(
             self, volume: volume_mod.RBDVolume, action: str,
-            caches: Optional[list[casadm_mod.CacheInstance]],
+            caches: Optional[list[casadm_output.CacheInstance]],
             cause: Optional[exception.CasError] = None) -> None:
         """Refuse if opencas.conf lists *volume* in a cache not running.
 
@@ -482,7 +482,7 @@ class CachedRBDConnector(rbd.RBDConnector):
             raise error
 
     def _forget_stale_rows(self, volume: volume_mod.RBDVolume,
-                           caches: Optional[list[casadm_mod.CacheInstance]]
+                           caches: Optional[list[casadm_output.CacheInstance]]
                            ) -> None:
         """Drop rows of *volume* left by an interrupted detach."""
         if caches is None:
@@ -491,7 +491,8 @@ class CachedRBDConnector(rbd.RBDConnector):
             self.volume_cache.forget_stale_rows(device, caches)
 
     def _map_for_flush(self, volume: volume_mod.RBDVolume,
-                       props: dict[str, Any], core: casadm_mod.Core) -> None:
+                       props: dict[str, Any],
+                       core: casadm_output.Core) -> None:
         """krbd-map *volume* and link it where its inactive core expects."""
         device, _was_mapped = self._map(volume, props)
         spec = identity.spec_of_link(core.device, volume.spec)
@@ -500,8 +501,8 @@ class CachedRBDConnector(rbd.RBDConnector):
     # -- flush in place ------------------------------------------------
 
     def _located(self, volume: volume_mod.RBDVolume
-                 ) -> tuple[Optional[casadm_mod.CacheInstance],
-                            Optional[casadm_mod.Core]]:
+                 ) -> tuple[Optional[casadm_output.CacheInstance],
+                            Optional[casadm_output.Core]]:
         """This host's core of *volume* and its instance (casadm now)."""
         caches = self.volume_cache.list_caches()
         core = self._core_of(volume, caches)

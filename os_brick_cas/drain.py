@@ -41,20 +41,22 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import events
 from os_brick_cas import exception
 from os_brick_cas import io_class_table
 from os_brick_cas import labels
 from os_brick_cas import locks
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import releases
 from os_brick_cas import opts
-from os_brick_cas import releases
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
-UNCLASSIFIED = casadm_mod.IoClass(0, io_class_table.UNCLASSIFIED,
-                                  io_class_table.UNCLASSIFIED_PRIORITY, 1.0)
+UNCLASSIFIED = casadm_output.IoClass(0, io_class_table.UNCLASSIFIED,
+                                     io_class_table.UNCLASSIFIED_PRIORITY, 1.0)
 _IDS = io_class_table.IDS
 #: before v24.9 a write of a disabled class invalidates only the written
 #: sectors (overlapping dirty lines stay) and per-core flush is not -F -j
@@ -69,13 +71,13 @@ drain_rule = io_class_table.core_rule
 table_lock = io_class_table.table_lock
 
 
-def drained_cores(table: list[casadm_mod.IoClass]) -> set[int]:
+def drained_cores(table: list[casadm_output.IoClass]) -> set[int]:
     """Core ids a table drains (their class has allocation 0)."""
     return {entry.core_id for entry in io_class_table.entries(table)
             if entry.drained}
 
 
-def compose(drained: set[int]) -> list[casadm_mod.IoClass]:
+def compose(drained: set[int]) -> list[casadm_output.IoClass]:
     """The whole table for an instance whose *drained* cores exist.
 
     A table without shares; :func:`io_class_table.compose` composes one
@@ -110,7 +112,7 @@ def release_reason(casadm: casadm_mod.Casadm) -> Optional[str]:
     return None
 
 
-def state_reason(cache: casadm_mod.CacheInstance) -> Optional[str]:
+def state_reason(cache: casadm_output.CacheInstance) -> Optional[str]:
     """Why os-brick-cas does not drain a core of *cache* now, or None.
 
     Only a Running instance: an Incomplete one has inactive cores (casadm
@@ -124,8 +126,8 @@ def state_reason(cache: casadm_mod.CacheInstance) -> Optional[str]:
             % (cache.cache_id, cache.status))
 
 
-def budget_reason(cache: casadm_mod.CacheInstance,
-                  table: list[casadm_mod.IoClass]) -> Optional[str]:
+def budget_reason(cache: casadm_output.CacheInstance,
+                  table: list[casadm_output.IoClass]) -> Optional[str]:
     """Why no further core of *cache* can get a drain class, or None.
 
     Classes of cores that are gone do not count (the next change drops
@@ -141,7 +143,7 @@ def budget_reason(cache: casadm_mod.CacheInstance,
 
 
 def unsupported_reason(casadm: casadm_mod.Casadm,
-                       cache: casadm_mod.CacheInstance) -> Optional[str]:
+                       cache: casadm_output.CacheInstance) -> Optional[str]:
     """None if this host can drain a core of *cache*, else why not.
 
     The reason is one sentence an operator acts on: the Open CAS release
@@ -169,7 +171,7 @@ class DrainManager(object):
     def __init__(self, casadm: casadm_mod.Casadm):
         self.casadm = casadm
 
-    def _apply_locked(self, cache: casadm_mod.CacheInstance, core_id: int,
+    def _apply_locked(self, cache: casadm_output.CacheInstance, core_id: int,
                       drained: bool) -> bool:
         # the cores and the table as they are now, under the lock: a
         # listing taken before waiting for it would drop the class of a
@@ -192,13 +194,13 @@ class DrainManager(object):
         io_class_table.warn_unshared(cache.cache_id, composed)
         return True
 
-    def drain(self, cache: casadm_mod.CacheInstance, core: casadm_mod.Core,
-              timeout: int) -> None:
+    def drain(self, cache: casadm_output.CacheInstance,
+              core: casadm_output.Core, timeout: int) -> None:
         """:meth:`drain_fresh` of *core* within *timeout* seconds."""
         self.drain_fresh(cache.cache_id, core.core_id,
                          deadline_mod.Deadline(timeout))
 
-    def _fresh(self, cache_id: int) -> casadm_mod.CacheInstance:
+    def _fresh(self, cache_id: int) -> casadm_output.CacheInstance:
         """Instance *cache_id* as casadm lists it now."""
         for cache in self.casadm.list_caches():
             if cache.cache_id == cache_id:
@@ -234,8 +236,8 @@ class DrainManager(object):
             if self._apply_locked(self._fresh(cache_id), core_id, False):
                 LOG.info('Undrained %s', labels.core(cache_id, core_id))
 
-    def undrain(self, cache: casadm_mod.CacheInstance,
-                core: Optional[casadm_mod.Core], core_id: int) -> None:
+    def undrain(self, cache: casadm_output.CacheInstance,
+                core: Optional[casadm_output.Core], core_id: int) -> None:
         """:meth:`undrain_fresh` of core *core_id* (idempotent).
 
         Only the table lock: an undrain (a migration's rollback) does not

@@ -27,10 +27,12 @@ from typing import Optional
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import exception
 from os_brick_cas import io_class_table
 from os_brick_cas import locks
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import share_usage
 
 LOG = logging.getLogger(__name__)
@@ -73,7 +75,7 @@ def reload_table(casadm: casadm_mod.Casadm, cache_id: int,
 
 
 def _instance(casadm: casadm_mod.Casadm, cache_id: int
-              ) -> casadm_mod.CacheInstance:
+              ) -> casadm_output.CacheInstance:
     for cache in casadm.list_caches():
         if cache.cache_id == cache_id:
             return cache

@@ -43,8 +43,10 @@ from typing import Iterable, Optional, Sequence
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import labels
 from os_brick_cas import locks
+from os_brick_cas.opencas import casadm_output
 
 LOG = logging.getLogger(__name__)
 
@@ -75,7 +77,7 @@ class Entry:
 class Composed:
     """A whole table, and the shares that got no class in it."""
 
-    table: list[casadm_mod.IoClass]
+    table: list[casadm_output.IoClass]
     #: cores whose share did not fit the budget, newest first
     unshared: tuple[int, ...] = ()
 
@@ -96,7 +98,7 @@ def _percent(allocation: float) -> int:
     return int(round(allocation * 100))
 
 
-def entries(table: Iterable[casadm_mod.IoClass]) -> list[Entry]:
+def entries(table: Iterable[casadm_output.IoClass]) -> list[Entry]:
     """What a table gives each core, in class-id order (oldest first).
 
     Rules other than ``core_id:eq:N&done`` are not ours and are left out
@@ -140,20 +142,20 @@ def compose(wanted: Sequence[Entry]) -> Composed:
                 left -= entry.share
             else:
                 unshared.append(entry.core_id)
-    table = [casadm_mod.IoClass(0, UNCLASSIFIED, UNCLASSIFIED_PRIORITY,
-                                left / 100)]
+    table = [casadm_output.IoClass(0, UNCLASSIFIED, UNCLASSIFIED_PRIORITY,
+                                   left / 100)]
     for class_id, entry in zip(IDS, granted):
         table.append(_io_class(class_id, entry))
     return Composed(table, tuple(reversed(unshared)))
 
 
-def _io_class(class_id: int, entry: Entry) -> casadm_mod.IoClass:
+def _io_class(class_id: int, entry: Entry) -> casadm_output.IoClass:
     rule = core_rule(entry.core_id)
     if entry.drained:
         # never maps a line: its priority only remembers the share
-        return casadm_mod.IoClass(class_id, rule, entry.share or 0, 0.0)
+        return casadm_output.IoClass(class_id, rule, entry.share or 0, 0.0)
     # pinned: evicted only when over its own cap
-    return casadm_mod.IoClass(class_id, rule, None, entry.share / 100)
+    return casadm_output.IoClass(class_id, rule, None, entry.share / 100)
 
 
 def with_entry(current: Sequence[Entry], core_id: int,
@@ -194,7 +196,7 @@ def without_core(current: Sequence[Entry], core_id: int) -> list[Entry]:
     return [entry for entry in current if entry.core_id != core_id]
 
 
-def share_of(table: Iterable[casadm_mod.IoClass], core_id: int
+def share_of(table: Iterable[casadm_output.IoClass], core_id: int
              ) -> Optional[int]:
     """The share core *core_id* has in *table* now (None if none).
 
@@ -206,7 +208,7 @@ def share_of(table: Iterable[casadm_mod.IoClass], core_id: int
     return None
 
 
-def is_composed(table: list[casadm_mod.IoClass]) -> bool:
+def is_composed(table: list[casadm_output.IoClass]) -> bool:
     """Whether *table* is one :func:`compose` makes (not loaded by hand)."""
     wanted = entries(table)
     if len(wanted) > len(IDS) or len({e.core_id for e in wanted}) != len(
@@ -215,12 +217,12 @@ def is_composed(table: list[casadm_mod.IoClass]) -> bool:
     return compose(wanted).table == table
 
 
-def is_default(table: Sequence[casadm_mod.IoClass]) -> bool:
+def is_default(table: Sequence[casadm_output.IoClass]) -> bool:
     """Whether *table* is the one of an instance without classes."""
     return list(table) == compose([]).table
 
 
-def recomposed(table: Sequence[casadm_mod.IoClass], existing: Iterable[int]
+def recomposed(table: Sequence[casadm_output.IoClass], existing: Iterable[int]
                ) -> Optional[Composed]:
     """*table* composed again for cores *existing*; None if unchanged.
 
@@ -234,7 +236,7 @@ def recomposed(table: Sequence[casadm_mod.IoClass], existing: Iterable[int]
     return None if composed.table == list(table) else composed
 
 
-def _live_entries(table: Sequence[casadm_mod.IoClass],
+def _live_entries(table: Sequence[casadm_output.IoClass],
                   existing: Iterable[int]) -> list[Entry]:
     """*table*'s entries of cores in *existing*, the first one per core."""
     alive = set(existing)
@@ -247,7 +249,7 @@ def _live_entries(table: Sequence[casadm_mod.IoClass],
     return live
 
 
-def expected(table: Sequence[casadm_mod.IoClass], asked: dict[int, int],
+def expected(table: Sequence[casadm_output.IoClass], asked: dict[int, int],
              existing: Iterable[int]) -> Composed:
     """The table the attached volumes' shares and drains should give.
 

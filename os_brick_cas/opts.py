@@ -18,8 +18,6 @@ import itertools
 from oslo_config import cfg
 from oslo_privsep import priv_context
 
-from os_brick_cas.metrics import opts as metrics_opts
-
 
 GROUP = 'os_brick_cas'
 PRIVSEP_GROUP = 'privsep_os_brick_cas'
@@ -183,14 +181,17 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 def list_opts():
     """Options for oslo-config-generator (namespace ``os_brick_cas``).
 
+    The exporter's options have their own namespace,
+    ``os_brick_cas.metrics`` (:mod:`os_brick_cas.metrics.opts`), so this
+    leaf of the library imports nothing of it.
+
     Includes the sections of the two os-brick-cas privsep daemons (short
     calls, and flushes on their own workers), which oslo.privsep registers
     when a context is first used.
     """
     return [(GROUP, itertools.chain(host_opts)),
             (PRIVSEP_GROUP, copy.deepcopy(priv_context.OPTS)),
-            (PRIVSEP_FLUSH_GROUP, copy.deepcopy(priv_context.OPTS))
-            ] + metrics_opts.list_opts()
+            (PRIVSEP_FLUSH_GROUP, copy.deepcopy(priv_context.OPTS))]
 
 
 register_opts(cfg.CONF)

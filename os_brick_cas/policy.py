@@ -24,10 +24,11 @@ from typing import Optional
 
 from oslo_config import cfg
 
-from os_brick_cas import casadm
+
 from os_brick_cas import exception
-from os_brick_cas import known_defects
 from os_brick_cas import modes
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import known_defects
 from os_brick_cas import opts
 from os_brick_cas import validation
 
@@ -108,7 +109,7 @@ class CachePolicy(object):
     def offered_modes(self) -> list[modes.CacheMode]:
         return list(self.instances)
 
-    def problems(self, caches: list[casadm.CacheInstance]
+    def problems(self, caches: list[casadm_output.CacheInstance]
                  ) -> dict[modes.CacheMode, exception.CasError]:
         """Why each configured mode is unusable (empty if all are fine)."""
         found = {}
@@ -120,7 +121,7 @@ class CachePolicy(object):
         return found
 
     def _check_instance(self, mode: modes.CacheMode,
-                        caches: list[casadm.CacheInstance]) -> int:
+                        caches: list[casadm_output.CacheInstance]) -> int:
         cache_id = self.instances[mode]
         if mode in self.unsafe_modes:
             raise self.unsafe_modes[mode]
@@ -140,7 +141,7 @@ class CachePolicy(object):
         return cache_id
 
     def place(self, requested: modes.CacheMode,
-              caches: list[casadm.CacheInstance]) -> Placement:
+              caches: list[casadm_output.CacheInstance]) -> Placement:
         """Choose the instance for *requested*, applying the fallback policy.
 
         A mode/instance mismatch is always an error: it means the

@@ -25,9 +25,11 @@ from typing import Optional
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import labels
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import openers
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
@@ -90,11 +92,11 @@ class CoreReport:
         return labels.core(self.cache_id, self.core_id)
 
     @property
-    def core(self) -> casadm_mod.Core:
+    def core(self) -> casadm_output.Core:
         """The casadm core this report describes."""
-        return casadm_mod.Core(cache_id=self.cache_id, core_id=self.core_id,
-                               device=self.core_device, status=self.status,
-                               exported=self.exported)
+        return casadm_output.Core(cache_id=self.cache_id, core_id=self.core_id,
+                                  device=self.core_device, status=self.status,
+                                  exported=self.exported)
 
 
 @dataclasses.dataclass
@@ -181,7 +183,7 @@ def _rbd_device(rbd_image: Optional[str]) -> Optional[str]:
 
 
 def core_report(casadm: casadm_mod.Casadm,
-                core: casadm_mod.Core) -> CoreReport:
+                core: casadm_output.Core) -> CoreReport:
     stats = _stats(casadm, core.cache_id, core.core_id)
     rbd_image, volume_id = rbd_image_of(core.device)
     return CoreReport(
@@ -189,7 +191,7 @@ def core_report(casadm: casadm_mod.Casadm,
         core_device=core.device, exported=core.exported,
         status=core.status, volume_id=volume_id, rbd_image=rbd_image,
         rbd_device=_rbd_device(rbd_image),
-        dirty_blocks=_int(stats, casadm_mod.DIRTY_BLOCKS),
+        dirty_blocks=_int(stats, casadm_output.DIRTY_BLOCKS),
         occupancy_blocks=_int(stats, 'Occupancy [4KiB Blocks]'),
         read_hit_ratio=hit_ratio(stats, 'Read'),
         write_hit_ratio=hit_ratio(stats, 'Write'),
@@ -228,7 +230,7 @@ def host_report(casadm: casadm_mod.Casadm,
             configured_mode=configured.get(cache.cache_id),
             occupancy_blocks=_int(stats, 'Occupancy [4KiB Blocks]'),
             occupancy_percent=_number(stats, 'Occupancy [%]'),
-            dirty_blocks=_int(stats, casadm_mod.DIRTY_BLOCKS),
+            dirty_blocks=_int(stats, casadm_output.DIRTY_BLOCKS),
             read_hit_ratio=hit_ratio(stats, 'Read'),
             cores=[_with_state(core_report(casadm, core), drained,
                                held.get(core.exported or '', []),
@@ -237,7 +239,7 @@ def host_report(casadm: casadm_mod.Casadm,
     return reports
 
 
-def holders(caches: list[casadm_mod.CacheInstance]
+def holders(caches: list[casadm_output.CacheInstance]
             ) -> dict[str, list[openers.Opener]]:
     """The processes holding each core's exported device open, by device.
 
@@ -264,8 +266,8 @@ def _with_state(core: CoreReport, drained: set[int],
         share_cap_blocks=share.cap_blocks)
 
 
-def _table(casadm: casadm_mod.Casadm, cache: casadm_mod.CacheInstance
-           ) -> Optional[list[casadm_mod.IoClass]]:
+def _table(casadm: casadm_mod.Casadm, cache: casadm_output.CacheInstance
+           ) -> Optional[list[casadm_output.IoClass]]:
     """The instance's IO-class table (None without cores, or unreadable)."""
     if not cache.cores:
         return None
@@ -277,17 +279,17 @@ def _table(casadm: casadm_mod.Casadm, cache: casadm_mod.CacheInstance
         return None
 
 
-def _drained(cache: casadm_mod.CacheInstance,
-             table: Optional[list[casadm_mod.IoClass]]) -> set[int]:
+def _drained(cache: casadm_output.CacheInstance,
+             table: Optional[list[casadm_output.IoClass]]) -> set[int]:
     """Drained core ids of a write-back/write-only instance (else none)."""
     if cache.current_mode not in ('wb', 'wo') or table is None:
         return set()
     return drain.drained_cores(table)
 
 
-def _shares(casadm: casadm_mod.Casadm, cache: casadm_mod.CacheInstance,
+def _shares(casadm: casadm_mod.Casadm, cache: casadm_output.CacheInstance,
             stats: dict[str, str],
-            table: Optional[list[casadm_mod.IoClass]]
+            table: Optional[list[casadm_output.IoClass]]
             ) -> dict[int, share_usage.CoreShare]:
     """Each core's share (none when the table or its stats are unread)."""
     if table is None:

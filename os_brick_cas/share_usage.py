@@ -24,7 +24,9 @@ import math
 from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import io_class_table
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import share_asks
 
 #: casadm counts usage in 4 KiB blocks
@@ -63,7 +65,7 @@ class InstanceShares:
 
     cache_id: int
     cores: dict[int, CoreShare]
-    table: list[casadm_mod.IoClass]
+    table: list[casadm_output.IoClass]
     #: what :func:`io_class_table.expected` composes for the cores now
     expected: io_class_table.Composed
 
@@ -79,7 +81,7 @@ def cap_blocks(percent: int, cache_blocks: int, line_kib: int) -> int:
     return math.ceil(percent * lines / 100) * line_blocks
 
 
-def asked_shares(cache: casadm_mod.CacheInstance) -> dict[int, int]:
+def asked_shares(cache: casadm_output.CacheInstance) -> dict[int, int]:
     """core id -> the share its volume asked for (its record)."""
     found = {}
     for core in cache.cores:
@@ -90,9 +92,9 @@ def asked_shares(cache: casadm_mod.CacheInstance) -> dict[int, int]:
 
 
 def instance_shares(casadm: casadm_mod.Casadm,
-                    cache: casadm_mod.CacheInstance,
+                    cache: casadm_output.CacheInstance,
                     cache_stats: dict[str, str],
-                    table: Optional[list[casadm_mod.IoClass]] = None
+                    table: Optional[list[casadm_output.IoClass]] = None
                     ) -> InstanceShares:
     """The shares of *cache*'s cores (CasError if casadm fails).
 
@@ -138,7 +140,7 @@ def instance_shares(casadm: casadm_mod.Casadm,
                                 (core.core_id for core in cache.cores)))
 
 
-def _core_of(io_class: casadm_mod.IoClass) -> Optional[int]:
+def _core_of(io_class: casadm_output.IoClass) -> Optional[int]:
     found = io_class_table.entries([io_class])
     return found[0].core_id if found else None
 

@@ -22,16 +22,16 @@ the plugin wrote them.
 import dataclasses
 import os
 
-from os_brick_cas import host_layout
+from os_brick_cas.host import layout_file
 
 BY_ID = '/dev/disk/by-id'
 
 
-def load(path: str) -> host_layout.HostLayout:
+def load(path: str) -> layout_file.HostLayout:
     scratch = os.environ.get('OPEN_CAS_BY_ID_DIR', BY_ID)
-    with open(path) as layout_file:
-        text = layout_file.read()
-    parsed = host_layout.parse(text.replace(scratch, BY_ID), path)
+    with open(path) as source:
+        text = source.read()
+    parsed = layout_file.parse(text.replace(scratch, BY_ID), path)
     return dataclasses.replace(parsed, instances=tuple(
         dataclasses.replace(item, device=item.device.replace(BY_ID, scratch))
         if item.device.startswith(BY_ID + '/') else item

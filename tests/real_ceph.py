@@ -14,7 +14,7 @@
 
 No cinder import: tests/ceph (cinder's RBD driver) and tests/ceph_nova
 (nova's compute manager) share it and cannot share one process. The
-cluster is os_brick_cas.simulator.ceph_cluster; images are made and read
+cluster is cas_standin.ceph_cluster; images are made and read
 with the python rados/rbd bindings.
 """
 
@@ -25,7 +25,7 @@ import os
 import time
 from typing import Any, Iterator, Optional
 
-from os_brick_cas.simulator import ceph_cluster
+from cas_standin import ceph_cluster
 
 POOL = 'volumes'
 MIB = 2 ** 20

@@ -292,7 +292,7 @@ _stub_forget_rows() {
     shift
     PYTHONPATH=$REPO "$PYTHON" - "$opencas" "$@" <<'PY'
 import sys
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 opencas_conf.forget_caches_file(sys.argv[1], [int(i) for i in sys.argv[2:]])
 PY
 }
@@ -415,9 +415,10 @@ stub_os-brick-cas() {
     PYTHONPATH=$REPO "$PYTHON" - "$(sed -n 's/^host_layout = //p' "$conf")" \
         "$(sed -n 's/^opencas_conf = //p' "$conf")" <<'PY'
 import sys
-from os_brick_cas import hostprep, opencas_conf
+from os_brick_cas.host import prep
+from os_brick_cas.opencas import opencas_conf
 from tests import devstack_layout
-rows = hostprep.cache_rows(devstack_layout.load(sys.argv[1]))
+rows = prep.cache_rows(devstack_layout.load(sys.argv[1]))
 opencas_conf.update_caches_file(sys.argv[2], rows)
 PY
 }

@@ -35,6 +35,7 @@ from os_brick_cas import benchplot
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import output
 from os_brick_cas import exception
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import report
 
 FIO_GRACE_SECONDS = 60
@@ -93,7 +94,7 @@ def _is_block(path: str) -> bool:
 
 def hit_ratio(path: str) -> Optional[float]:
     """Read hit ratio of the core behind *path*, None if not a CAS core."""
-    ids = casadm_mod.core_of_exported(path)
+    ids = casadm_output.core_of_exported(path)
     if ids is None:
         return None
     try:
@@ -104,7 +105,7 @@ def hit_ratio(path: str) -> Optional[float]:
 
 def read_counters(path: str) -> Optional[tuple[int, int]]:
     """(read hits, read total) of the core behind *path*, None if not CAS."""
-    ids = casadm_mod.core_of_exported(path)
+    ids = casadm_output.core_of_exported(path)
     if ids is None:
         return None
     try:

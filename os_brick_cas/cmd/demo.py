@@ -25,6 +25,7 @@ policy, casadm layer, privsep entry points) end to end:
 
 import argparse
 import contextlib
+from importlib import metadata
 import os
 import shutil
 import tempfile
@@ -36,8 +37,8 @@ from oslo_config import cfg
 from os_brick_cas import casadm
 from os_brick_cas import connector as connector_mod
 from os_brick_cas import exception
-from os_brick_cas import known_defects
 from os_brick_cas import modes
+from os_brick_cas.opencas import known_defects
 from os_brick_cas import opts
 from os_brick_cas import policy as policy_mod
 import os_brick_cas.privileged
@@ -60,9 +61,11 @@ MODE_TEXT = {
           'cache instance',
 }
 SIMULATED_CACHES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
+#: where the stand-in package registers its simulated host (setup.cfg)
+SIMULATED_HOST_GROUP = 'os_brick_cas.simulated_host'
 PATTERN = (b'os-brick-cas demo pattern\n' * 158)[:4096]
 BANNER = ('SIMULATED HOST: no Open CAS kernel module / krbd here, so casadm '
-          'and rbd are the bundled stand-ins (os_brick_cas.simulator). The '
+          'and rbd are the bundled stand-ins (cas_standin). The '
           'os_brick_cas code is real; the host is not.')
 
 
@@ -91,16 +94,29 @@ def real_open_cas_present() -> bool:
                 os.path.exists('/dev/cas_ctrl'))
 
 
+def simulated_host_class() -> type:
+    """The stand-in's simulated host, found through its entry point.
+
+    The product never imports the stand-in package (cas_standin): it is
+    installed beside it and registers itself in SIMULATED_HOST_GROUP.
+    """
+    for entry_point in metadata.entry_points(group=SIMULATED_HOST_GROUP):
+        return entry_point.load()
+    raise SystemExit('the demo needs the host simulator and no package '
+                     'registers one (entry point group %s): reinstall '
+                     'os-brick-cas, which ships it as cas_standin'
+                     % SIMULATED_HOST_GROUP)
+
+
 @contextlib.contextmanager
 def simulated_host(release: str = SIMULATED_RELEASE
                    ) -> Iterator[list[tuple[str, str]]]:
     """A simulated host with one cache per mode and one image per mode."""
-    from os_brick_cas.simulator import fixture
     if os.geteuid() != 0:
         raise SystemExit('the simulated host creates /dev entries: run the '
                          'demo as root (e.g. sudo tools/demo.sh)')
     workdir = tempfile.mkdtemp(prefix='os-brick-cas-demo-')
-    host = fixture.SimulatedHost(caches=SIMULATED_CACHES)
+    host = simulated_host_class()(caches=SIMULATED_CACHES)
     host.setUp()
     try:
         host.set_version(release)

@@ -26,10 +26,12 @@ from typing import Any
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
 from os_brick_cas import report
@@ -38,7 +40,7 @@ CONF = cfg.CONF
 #: instance modes whose cores can hold dirty data (the ones --all drains)
 DIRTY_MODES = ('wb', 'wo')
 
-Target = tuple[casadm_mod.CacheInstance, casadm_mod.Core]
+Target = tuple[casadm_output.CacheInstance, casadm_output.Core]
 
 DRAIN_TIMEOUT_HELP = (
     'overall bound in seconds for all volumes together, lock waits and '
@@ -86,7 +88,7 @@ def cinder_view(host: str) -> lifecycle.Cinder:
     return lifecycle.Cinder(host, client, problem=problem)
 
 
-def subject(core: casadm_mod.Core) -> lifecycle.Volume:
+def subject(core: casadm_output.Core) -> lifecycle.Volume:
     """The life-cycle subject of *core*, if os-brick-cas named its link."""
     spec = rbd_names.parse_link_name(os.path.basename(core.device))
     if spec is None:
@@ -97,13 +99,13 @@ def subject(core: casadm_mod.Core) -> lifecycle.Volume:
     return lifecycle.Volume(spec, volume_id)
 
 
-def label(core: casadm_mod.Core) -> str:
+def label(core: casadm_output.Core) -> str:
     """The volume id of a core, else its image, else its device."""
     image, volume_id = report.rbd_image_of(core.device)
     return volume_id or image or core.device
 
 
-def _find(caches: list[casadm_mod.CacheInstance], volume: str) -> Target:
+def _find(caches: list[casadm_output.CacheInstance], volume: str) -> Target:
     for cache in caches:
         for core in cache.cores:
             if report.names_volume(core.device, volume):
@@ -111,8 +113,8 @@ def _find(caches: list[casadm_mod.CacheInstance], volume: str) -> Target:
     raise SystemExit('volume %s is not cached on this host' % volume)
 
 
-def _dirty_instances(caches: list[casadm_mod.CacheInstance]
-                     ) -> list[casadm_mod.CacheInstance]:
+def _dirty_instances(caches: list[casadm_output.CacheInstance]
+                     ) -> list[casadm_output.CacheInstance]:
     return [cache for cache in caches if cache.current_mode in DIRTY_MODES]
 
 

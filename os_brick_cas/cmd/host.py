@@ -29,13 +29,13 @@ from oslo_config import cfg
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import output
 from os_brick_cas import exception
-from os_brick_cas import host_layout
-from os_brick_cas import host_layout_sizing as sizing
-from os_brick_cas import hostprep
-from os_brick_cas import hostprep_boot
-from os_brick_cas import hostprep_drain
+from os_brick_cas.host import boot
+from os_brick_cas.host import flush_rates
+from os_brick_cas.host import layout_file
+from os_brick_cas.host import prep
+from os_brick_cas.host import sizing
 from os_brick_cas import io_class_table
-from os_brick_cas import known_defects
+from os_brick_cas.opencas import known_defects
 from os_brick_cas import opts
 
 CONF = cfg.CONF
@@ -67,11 +67,11 @@ def add_parser(subparsers: Any) -> None:
     check.set_defaults(func=run_check)
 
 
-def _load() -> host_layout.HostLayout:
-    return host_layout.load(CONF[opts.GROUP].host_layout)
+def _load() -> layout_file.HostLayout:
+    return layout_file.load(CONF[opts.GROUP].host_layout)
 
 
-def _ram_lines(state: hostprep.HostState, raw: bool = False) -> list[str]:
+def _ram_lines(state: prep.HostState, raw: bool = False) -> list[str]:
     """The Memory section: no heading without a figure under it."""
     lines = []
     unknown = []
@@ -96,7 +96,7 @@ def _ram_lines(state: hostprep.HostState, raw: bool = False) -> list[str]:
         if not lines:
             return ['Memory: not estimated: %s' % note]
         lines.append('  %s' % note)
-    total = sizing.host_ram_bytes([hostprep.ram_needed(state)])
+    total = sizing.host_ram_bytes([prep.ram_needed(state)])
     lines.append('  Open CAS needs about %s of RAM: 1 GiB + the metadata '
                  'above (%s; estimates, a running instance shows its own '
                  '"Metadata Memory Footprint" in casadm -P)' % (
@@ -123,7 +123,7 @@ def _ram_lines(state: hostprep.HostState, raw: bool = False) -> list[str]:
 SHARE_EXAMPLES = (1, 10, 25)
 
 
-def _share_plan(casadm: casadm_mod.Casadm, item: hostprep.InstanceState
+def _share_plan(casadm: casadm_mod.Casadm, item: prep.InstanceState
                 ) -> Optional[dict[str, Any]]:
     """How many shared volumes the instance holds, what a share buys.
 
@@ -176,7 +176,7 @@ def _share_lines(plans: list[tuple[int, Optional[dict[str, Any]]]],
         lines
 
 
-def _defect_warnings(state: hostprep.HostState) -> list[str]:
+def _defect_warnings(state: prep.HostState) -> list[str]:
     """Crash defects of the release; instances whose mode it can lose.
 
     The loaded module's release decides, with the fixes its build manifest
@@ -202,7 +202,7 @@ def _defect_warnings(state: hostprep.HostState) -> list[str]:
     return warnings
 
 
-def _header(state: hostprep.HostState) -> str:
+def _header(state: prep.HostState) -> str:
     return 'Host layout %s; casadm %s' % (state.layout.path,
                                           state.cli_version or 'unknown')
 
@@ -214,14 +214,14 @@ PLAN_COLUMNS = ('cache_id', 'mode', 'device', 'running', 'size_bytes',
 
 
 def _survey_or_layout(casadm: casadm_mod.Casadm,
-                      layout: host_layout.HostLayout, load_existing: bool
-                      ) -> tuple[hostprep.HostState, Optional[str]]:
+                      layout: layout_file.HostLayout, load_existing: bool
+                      ) -> tuple[prep.HostState, Optional[str]]:
     """(state, why casadm was not asked): the layout alone without it."""
     try:
-        return hostprep.survey(casadm, layout,
-                               load_existing=load_existing), None
+        return prep.survey(casadm, layout,
+                           load_existing=load_existing), None
     except (exception.CasadmNotFound, exception.CasModuleNotLoaded) as exc:
-        return hostprep.layout_only(layout), str(exc)
+        return prep.layout_only(layout), str(exc)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -252,8 +252,8 @@ def run_plan(args: argparse.Namespace) -> int:
         lines.append('instance %d (%s) on %s runs but is not in the layout: '
                      'left alone' % (cache.cache_id, cache.mode,
                                      cache.device))
-    changes = hostprep.conf_would_change(layout,
-                                         CONF[opts.GROUP].opencas_conf)
+    changes = prep.conf_would_change(layout,
+                                     CONF[opts.GROUP].opencas_conf)
     lines.append('%s: %s' % (CONF[opts.GROUP].opencas_conf, {
         True: 'would write the [caches] rows of the layout',
         False: 'its [caches] rows match the layout',
@@ -262,7 +262,7 @@ def run_plan(args: argparse.Namespace) -> int:
     share_plans = [(item.layout.cache_id, _share_plan(casadm, item))
                    for item in state.instances]
     lines += _share_lines(share_plans, raw)
-    predictions = hostprep_drain.predict(casadm, state)
+    predictions = flush_rates.predict(casadm, state)
     known = [p for p in predictions if p.cache_bytes is not None]
     if known:
         lines.append('Drain time (wb/wo):')
@@ -288,7 +288,7 @@ def run_plan(args: argparse.Namespace) -> int:
         'unlisted': [{'cache_id': cache.cache_id, 'mode': cache.mode,
                       'device': cache.device} for cache in state.unlisted],
         'opencas_conf_would_change': changes,
-        'ram_bytes': sizing.host_ram_bytes([hostprep.ram_needed(state)]),
+        'ram_bytes': sizing.host_ram_bytes([prep.ram_needed(state)]),
         'drain': [str(prediction) for prediction in predictions],
         'warnings': warnings}
     output.emitter(args)(
@@ -301,16 +301,16 @@ def run_plan(args: argparse.Namespace) -> int:
     return 2 if state.refusals else 0
 
 
-def _refuse(state: hostprep.HostState) -> int:
+def _refuse(state: prep.HostState) -> int:
     for refusal in state.refusals:
         print('REFUSED %s' % refusal, file=sys.stderr)
     print('Nothing was changed.', file=sys.stderr)
     return 2
 
 
-def _ram_refusal(state: hostprep.HostState) -> str:
+def _ram_refusal(state: prep.HostState) -> str:
     """Why the new instances do not fit in this host's memory, or ''."""
-    new = hostprep.ram_needed(state, only_new=True)
+    new = prep.ram_needed(state, only_new=True)
     if not new:
         return ''
     try:
@@ -329,11 +329,11 @@ def _ram_refusal(state: hostprep.HostState) -> str:
 
 def run_apply(args: argparse.Namespace) -> int:
     casadm = casadm_mod.Casadm()
-    done: list[hostprep.Action] = []
+    done: list[prep.Action] = []
     try:
         layout = _load()
-        state = hostprep.survey(casadm, layout,
-                                load_existing=args.load_existing)
+        state = prep.survey(casadm, layout,
+                            load_existing=args.load_existing)
         if state.refusals:
             return _refuse(state)
         too_big = _ram_refusal(state)
@@ -346,14 +346,14 @@ def run_apply(args: argparse.Namespace) -> int:
             action.run(casadm)
             done.append(action)
         if loads:
-            state = hostprep.survey(casadm, layout)
+            state = prep.survey(casadm, layout)
             if state.refusals:
                 _print_changed(done)
                 return _refuse(state)
         for action in state.actions:
             action.run(casadm)
             done.append(action)
-        conf_changed = hostprep.write_conf(layout)
+        conf_changed = prep.write_conf(layout)
     except exception.CasError as exc:
         _print_changed(done)
         print('os-brick-cas host apply: %s' % exc, file=sys.stderr)
@@ -370,7 +370,7 @@ def run_apply(args: argparse.Namespace) -> int:
     if not changed:
         result = 'nothing to change: the host matches %s' % layout.path
     else:
-        left = hostprep.survey(casadm, layout)
+        left = prep.survey(casadm, layout)
         if left.actions or left.refusals:
             warnings += ['WARN still differs after apply: %s' % item
                          for item in left.actions]
@@ -385,17 +385,17 @@ def run_apply(args: argparse.Namespace) -> int:
     return code
 
 
-def _print_changed(done: list[hostprep.Action]) -> None:
+def _print_changed(done: list[prep.Action]) -> None:
     """What a stopped apply had changed (stdout, before its error)."""
     for action in done:
         print('changed %s' % action)
 
 
 def check_findings(casadm: casadm_mod.Casadm,
-                   layout: host_layout.HostLayout
+                   layout: layout_file.HostLayout
                    ) -> list[tuple[str, str]]:
     """(level, message) for every difference between host and layout."""
-    state = hostprep.survey(casadm, layout)
+    state = prep.survey(casadm, layout)
     findings = [('FAIL', refusal) for refusal in state.refusals]
     for item in state.instances:
         cache_id = item.layout.cache_id
@@ -414,13 +414,13 @@ def check_findings(casadm: casadm_mod.Casadm,
         findings.append(('WARN', 'instance %d (%s) runs but is not in the '
                                  'host layout %s' % (cache.cache_id,
                                                      cache.mode, layout.path)))
-    if hostprep.conf_would_change(layout, CONF[opts.GROUP].opencas_conf):
+    if prep.conf_would_change(layout, CONF[opts.GROUP].opencas_conf):
         findings.append(('WARN', "%s's [caches] rows differ from the layout "
                                  '(a reboot would start other instances): '
                                  'run "os-brick-cas host apply"' %
                                  CONF[opts.GROUP].opencas_conf))
-    findings += hostprep_drain.budget_findings(
-        hostprep_drain.predict(casadm, state),
+    findings += flush_rates.budget_findings(
+        flush_rates.predict(casadm, state),
         nova_budgets())
     return findings
 
@@ -433,7 +433,7 @@ def nova_budgets(conf: cfg.ConfigOpts = CONF) -> dict[str, int]:
         return {}
     group = conf[nova_opts.GROUP]
     return {name: getattr(group, name)
-            for name in hostprep_drain.NOVA_BUDGETS}
+            for name in flush_rates.NOVA_BUDGETS}
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -447,7 +447,7 @@ def run_check(args: argparse.Namespace) -> int:
                 if not instance.mode.holds_dirty_data:
                     continue
                 try:
-                    figure = hostprep_drain.measure_flush(
+                    figure = flush_rates.measure_flush(
                         casadm, instance.cache_id)
                 except exception.CasError as exc:
                     findings.append(('WARN', 'instance %d: flush not '
@@ -478,13 +478,13 @@ def run_check(args: argparse.Namespace) -> int:
 def doctor_findings(casadm: casadm_mod.Casadm,
                     conf: cfg.ConfigOpts = CONF) -> list[tuple[str, str]]:
     """doctor's host checks: boot order, then the host layout if any."""
-    findings = hostprep_boot.findings(conf)
+    findings = boot.findings(conf)
     path = conf[opts.GROUP].host_layout
     if not os.path.exists(path):
         return findings + [('SKIP', 'no host layout at %s: instances '
                                     'not compared with one (see '
                                     '"os-brick-cas host plan")' % path)]
     try:
-        return findings + check_findings(casadm, host_layout.load(path))
+        return findings + check_findings(casadm, layout_file.load(path))
     except exception.CasError as exc:
         return findings + [('FAIL', 'host layout: %s' % exc)]

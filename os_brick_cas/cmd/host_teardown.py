@@ -16,7 +16,7 @@
 runs and drops the opencas.conf rows of those it stopped; ``forget`` drops
 the rows of instances that no longer run once their device holds no dirty
 metadata (a host being dismantled, e.g. devstack's clean). The work is
-:mod:`os_brick_cas.host_teardown`'s. One line per instance (``-f value -c
+:mod:`os_brick_cas.host.teardown`'s. One line per instance (``-f value -c
 cache_id -c result`` for scripts). Exit codes: 0 every instance done,
 2 at least one kept (its line says why and what to run).
 """
@@ -30,8 +30,8 @@ from oslo_config import cfg
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd import output
 from os_brick_cas import exception
-from os_brick_cas import host_layout
-from os_brick_cas import host_teardown
+from os_brick_cas.host import layout_file
+from os_brick_cas.host import teardown as host_teardown
 from os_brick_cas import opts
 
 CONF = cfg.CONF
@@ -58,10 +58,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _report(args: argparse.Namespace, verb: str,
-            work: Callable[[casadm_mod.Casadm, host_layout.HostLayout],
+            work: Callable[[casadm_mod.Casadm, layout_file.HostLayout],
                            list[host_teardown.Outcome]]) -> int:
     try:
-        layout = host_layout.load(CONF[opts.GROUP].host_layout)
+        layout = layout_file.load(CONF[opts.GROUP].host_layout)
         outcomes = work(casadm_mod.Casadm(), layout)
     except exception.CasError as exc:
         print('os-brick-cas host %s: %s. Nothing was changed.' % (verb, exc),

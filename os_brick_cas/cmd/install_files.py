@@ -24,7 +24,7 @@ import argparse
 import sys
 from typing import Any
 
-from os_brick_cas import host_files
+from os_brick_cas.host import installed_files
 
 
 def add_parser(subparsers: Any) -> None:
@@ -36,11 +36,11 @@ def add_parser(subparsers: Any) -> None:
         help='install the udev rule, the rootwrap filter, the nova-compute '
              'drop-in and the exporter unit, naming this installation\'s '
              'commands')
-    sub.add_argument('--only', action='append', choices=host_files.KINDS,
+    sub.add_argument('--only', action='append', choices=installed_files.KINDS,
                      metavar='KIND',
                      help='install only this kind of file (repeatable; '
                           'default: all of %s)'
-                          % ', '.join(host_files.KINDS))
+                          % ', '.join(installed_files.KINDS))
     sub.add_argument('--rootwrap-dir', default='/etc/nova/rootwrap.d',
                      help='nova\'s rootwrap filters directory (default: '
                           '%(default)s)')
@@ -60,11 +60,11 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    kinds = tuple(args.only or host_files.KINDS)
+    kinds = tuple(args.only or installed_files.KINDS)
     units = tuple(args.nova_compute_unit or ('nova-compute.service',))
     try:
-        files = host_files.plan(kinds, args.rootwrap_dir, units,
-                                udev_rules_dir=args.udev_rules_dir)
+        files = installed_files.plan(kinds, args.rootwrap_dir, units,
+                                     udev_rules_dir=args.udev_rules_dir)
         differ = [item for item in files if item.differs(args.root)]
         for item in files:
             if item not in differ:
@@ -74,16 +74,16 @@ def run(args: argparse.Namespace) -> int:
             else:
                 item.install(args.root)
                 print('installed %s (from %s)' % (item.dest, item.source))
-    except (host_files.HostFilesError, OSError) as exc:
+    except (installed_files.HostFilesError, OSError) as exc:
         print('os-brick-cas host install-files: %s' % exc, file=sys.stderr)
         return 2
     if args.check:
         return 1 if differ else 0
     reload = sorted({'udevadm control --reload' for item in differ
-                     if item.kind == host_files.UDEV_RULE} |
+                     if item.kind == installed_files.UDEV_RULE} |
                     {'systemctl daemon-reload' for item in differ
-                     if item.kind in (host_files.NOVA_DROPIN,
-                                      host_files.EXPORTER_UNIT)})
+                     if item.kind in (installed_files.NOVA_DROPIN,
+                                      installed_files.EXPORTER_UNIT)})
     if reload:
         print('then run: %s' % '; '.join(reload))
     return 0

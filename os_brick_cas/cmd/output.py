@@ -22,7 +22,7 @@ import json
 import sys
 from typing import Any, Callable, Collection, Optional, Sequence
 
-from os_brick_cas import host_layout_sizing as sizing
+from os_brick_cas.host import sizing
 
 #: casadm counts dirty data in 4 KiB blocks
 BLOCK_BYTES = 4096

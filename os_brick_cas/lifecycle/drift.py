@@ -22,6 +22,7 @@ import os
 from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import exception
 from os_brick_cas import io_class_table
 from os_brick_cas.lifecycle import host
@@ -31,6 +32,7 @@ from os_brick_cas.lifecycle.states import DRAINED
 from os_brick_cas.lifecycle.states import RELEASING
 from os_brick_cas.lifecycle.transitions import Cinder
 from os_brick_cas.lifecycle.transitions import volume_id_of
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import rbd_names
 
 #: Drift kinds that are not a difference but a comparison not made
@@ -56,8 +58,8 @@ class Drift:
 
 
 def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None,
-          caches: Optional[list[casadm_mod.CacheInstance]] = None,
-          tables: Optional[dict[int, list[casadm_mod.IoClass]]] = None
+          caches: Optional[list[casadm_output.CacheInstance]] = None,
+          tables: Optional[dict[int, list[casadm_output.IoClass]]] = None
           ) -> list[Drift]:
     """Each core whose real state differs from what is recorded.
 
@@ -132,9 +134,9 @@ def drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder] = None,
 
 
 def _cache_drift(casadm: casadm_mod.Casadm, cinder: Optional[Cinder],
-                 cache: casadm_mod.CacheInstance,
-                 caches: list[casadm_mod.CacheInstance],
-                 tables: dict[int, list[casadm_mod.IoClass]]
+                 cache: casadm_output.CacheInstance,
+                 caches: list[casadm_output.CacheInstance],
+                 tables: dict[int, list[casadm_output.IoClass]]
                  ) -> list[Drift]:
     """drift() of one cache instance whose IO-class table was read."""
     found = []

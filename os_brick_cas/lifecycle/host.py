@@ -22,6 +22,7 @@ import os
 from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import drain as drain_mod
 from os_brick_cas.lifecycle import journal
 from os_brick_cas.lifecycle.states import ABSENT
@@ -29,6 +30,7 @@ from os_brick_cas.lifecycle.states import CACHING
 from os_brick_cas.lifecycle.states import DRAINED
 from os_brick_cas.lifecycle.states import IN_FLIGHT
 from os_brick_cas.lifecycle.states import INACTIVE
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
 
@@ -37,8 +39,8 @@ from os_brick_cas import rbd_names
 class Located:
     """A volume's core on this host as a fresh listing shows it."""
 
-    cache: casadm_mod.CacheInstance
-    core: casadm_mod.Core
+    cache: casadm_output.CacheInstance
+    core: casadm_output.Core
 
     @property
     def epoch(self) -> Optional[str]:
@@ -47,7 +49,7 @@ class Located:
 
 
 def locate(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
-           caches: Optional[list[casadm_mod.CacheInstance]] = None
+           caches: Optional[list[casadm_output.CacheInstance]] = None
            ) -> Optional[Located]:
     """The core whose identifying link names *spec* (casadm now).
 
@@ -88,9 +90,9 @@ def state(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec) -> str:
 
 def not_drained_reason(casadm: casadm_mod.Casadm,
                        spec: rbd_names.ImageSpec,
-                       caches: Optional[list[casadm_mod.CacheInstance]]
+                       caches: Optional[list[casadm_output.CacheInstance]]
                        = None,
-                       tables: Optional[dict[int, list[casadm_mod.IoClass]]]
+                       tables: Optional[dict[int, list[casadm_output.IoClass]]]
                        = None) -> Optional[str]:
     """Why a fresh listing does not show the volume drained, or None.
 

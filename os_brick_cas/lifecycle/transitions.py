@@ -31,6 +31,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import events
@@ -47,6 +48,7 @@ from os_brick_cas.lifecycle.states import DRAINING
 from os_brick_cas.lifecycle.states import RELEASING
 from os_brick_cas.lifecycle.states import UNDRAINING
 from os_brick_cas import locks
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from os_brick_cas import ownership
 from os_brick_cas import rbd_names
@@ -116,7 +118,7 @@ def note(record: Record, **fields: Any) -> Record:
 
 def require(casadm: casadm_mod.Casadm, spec: rbd_names.ImageSpec,
             event: str, label: str, classified: Optional[str] = None,
-            caches: Optional[list[casadm_mod.CacheInstance]] = None
+            caches: Optional[list[casadm_output.CacheInstance]] = None
             ) -> None:
     """Refuse *event* (TransitionRefused) unless *spec*'s state allows it.
 

@@ -39,12 +39,14 @@ from prometheus_client import core as prom
 from prometheus_client import registry
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
 from os_brick_cas.metrics import opts
 from os_brick_cas.metrics import qemu
 from os_brick_cas.metrics import singleflight
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import report
 from os_brick_cas import share_usage
 
@@ -83,7 +85,7 @@ USAGE = [
     ('occupancy_bytes', 'Cache space holding this data.',
      'Occupancy [4KiB Blocks]'),
     ('dirty_bytes', 'Data in the cache not yet written to Ceph.',
-     casadm_mod.DIRTY_BLOCKS),
+     casadm_output.DIRTY_BLOCKS),
 ]
 
 
@@ -338,7 +340,7 @@ class CasCollector(registry.Collector):
         self._flight = singleflight.SingleFlight(
             self._collect, lambda: self.conf[opts.GROUP].cache_seconds)
 
-    def _instances(self, caches: list[casadm_mod.CacheInstance]
+    def _instances(self, caches: list[casadm_output.CacheInstance]
                    ) -> dict[str, str]:
         group = self.conf[opts.GROUP]
         if not group.instance_uuids:
@@ -354,9 +356,9 @@ class CasCollector(registry.Collector):
             return {}
 
     def _add_cache(self, families: _Families, run: _Collection,
-                   cache: casadm_mod.CacheInstance,
+                   cache: casadm_output.CacheInstance,
                    instances: dict[str, str],
-                   tables: dict[int, list[casadm_mod.IoClass]]) -> None:
+                   tables: dict[int, list[casadm_output.IoClass]]) -> None:
         cache_labels = [str(cache.cache_id)]
         families.cache_info.add_metric(
             cache_labels + [cache.current_mode, cache.status, cache.device],
@@ -412,7 +414,7 @@ class CasCollector(registry.Collector):
             caches = run.call('list', self.casadm.list_caches)
             if caches:
                 instances = self._instances(caches)
-                tables: dict[int, list[casadm_mod.IoClass]] = {}
+                tables: dict[int, list[casadm_output.IoClass]] = {}
                 for cache in caches:
                     self._add_cache(families, run, cache, instances, tables)
                 self._add_drift(families, run, caches, tables)
@@ -428,8 +430,8 @@ class CasCollector(registry.Collector):
         return list(families.all()) + self._own_metrics()
 
     def _add_drift(self, families: _Families, run: _Collection,
-                   caches: list[casadm_mod.CacheInstance],
-                   tables: dict[int, list[casadm_mod.IoClass]]) -> None:
+                   caches: list[casadm_output.CacheInstance],
+                   tables: dict[int, list[casadm_output.IoClass]]) -> None:
         """lifecycle.drift() from this scrape's listing (no second -L)."""
         try:
             drifts = run.call('drift', lifecycle.drift, self.casadm, None,

@@ -29,7 +29,7 @@ from oslo_concurrency import processutils
 from oslo_log import log as logging
 
 from os_brick_cas import exception
-from os_brick_cas import host_layout_params
+from os_brick_cas.opencas import casadm_params
 from os_brick_cas import privileged
 from os_brick_cas import validation
 
@@ -272,7 +272,7 @@ def start_cache(device: str, cache_id: int, mode: str, line_size_kib: int,
     """
     line = line_size_kib
     if isinstance(line, bool) or line not in (
-            host_layout_params.LINE_SIZES_KIB):
+            casadm_params.LINE_SIZES_KIB):
         raise exception.InvalidInput(what='cache line size', value=line,
                                      reason='must be 4, 8, 16, 32 or 64')
     return _run(['--start-cache',
@@ -303,7 +303,7 @@ def check_cache_device(device: str, timeout: int) -> Result:
 def _param_args(namespace: str, values: list[tuple[str, object]]
                 ) -> list[str]:
     known = {param.option: param
-             for param in host_layout_params.of_namespace(namespace)}
+             for param in casadm_params.of_namespace(namespace)}
     if not known:
         raise exception.InvalidInput(what='parameter namespace',
                                      value=namespace, reason='unknown')
@@ -356,7 +356,7 @@ def set_param(namespace: str, cache_id: int, core_id: Optional[int],
 def get_param(namespace: str, cache_id: int, core_id: Optional[int],
               timeout: int) -> Result:
     """``casadm --get-param`` of *namespace* in CSV."""
-    if not host_layout_params.of_namespace(namespace):
+    if not casadm_params.of_namespace(namespace):
         raise exception.InvalidInput(what='parameter namespace',
                                      value=namespace, reason='unknown')
     return _run(['--get-param'] + _target(namespace, cache_id, core_id) +

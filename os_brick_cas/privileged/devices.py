@@ -19,8 +19,8 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import exception
-from os_brick_cas import host_layout_params
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import casadm_params
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import opts  # noqa: F401  (registers [os_brick_cas])
 from os_brick_cas import ownership
 from os_brick_cas import privileged
@@ -124,9 +124,9 @@ def forget_core(cache_id: int, core_id: int, core_device: str) -> None:
 #: the [caches] extra fields os-brick-cas writes, and their allowed values
 _CACHE_EXTRA = {
     'cache_line_size': tuple(str(size) for size in
-                             host_layout_params.LINE_SIZES_KIB),
-    'cleaning_policy': host_layout_params.CLEANING_POLICIES,
-    'promotion_policy': host_layout_params.PROMOTION_POLICIES,
+                             casadm_params.LINE_SIZES_KIB),
+    'cleaning_policy': casadm_params.CLEANING_POLICIES,
+    'promotion_policy': casadm_params.PROMOTION_POLICIES,
     'lazy_startup': ('true',),
 }
 

@@ -41,11 +41,11 @@ from oslo_concurrency import processutils
 from oslo_config import cfg
 import tenacity
 
+from cas_standin import fixture as sim_fixture
 from cinder_ext import rbd as ext_rbd
-from os_brick_cas import casadm
 from os_brick_cas import connector as cas_connector
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
-from os_brick_cas.simulator import fixture as sim_fixture
 from tests import privsep_fixture
 from tests import real_ceph
 
@@ -167,12 +167,12 @@ class CephTestCase(test.TestCase):
 
     def dirty_blocks(self, device_path: str) -> int:
         """The stand-in casadm's dirty count of an exported object."""
-        cache_id, core_id = casadm.core_of_exported(device_path)
+        cache_id, core_id = casadm_output.core_of_exported(device_path)
         out = subprocess.run(
             ['casadm', '-P', '-i', str(cache_id), '-j', str(core_id), '-o',
              'csv'], capture_output=True, text=True, check=True,
             env=os.environ.copy(), timeout=60).stdout
-        return int(casadm.parse_stats(out)[casadm.DIRTY_BLOCKS])
+        return int(casadm_output.parse_stats(out)[casadm_output.DIRTY_BLOCKS])
 
     def image_size(self, image: str) -> int:
         with self.ceph_image(image) as img:

@@ -24,7 +24,8 @@ import subprocess
 from typing import Optional
 import uuid
 
-from os_brick_cas import casadm
+
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import rbd_names
 from tests.functional import base as functional
 from tests import host_contract
@@ -70,7 +71,8 @@ class StandInHost(functional.FunctionalTestCase):
         self.assertEqual(0, done.returncode, done.stderr)
         return done.stdout
 
-    def dirty(self, core: casadm.Core, golden: Optional[str] = None) -> int:
+    def dirty(self, core: casadm_output.Core,
+              golden: Optional[str] = None) -> int:
         return super().dirty(core)
 
     def mapped_devices(self) -> list[str]:

@@ -18,7 +18,9 @@ clean; after undrain, writes are cached (dirty, not in Ceph) again.
 """
 
 from os_brick_cas import casadm
+
 from os_brick_cas import drain
+from os_brick_cas.opencas import casadm_output
 from tests.ceph import base
 from tests.ceph import blockio
 from tests.ceph import test_datapath
@@ -31,7 +33,7 @@ class DrainCephTestCase(base.CephTestCase):
     def test_drained_core_writes_straight_to_ceph(self):
         volume = self.create('wb')
         data, device = self.attach(volume)
-        cache_id, core_id = casadm.core_of_exported(device['path'])
+        cache_id, core_id = casadm_output.core_of_exported(device['path'])
         before = blockio.pattern('before ' + volume.id, MIB)
         blockio.write_direct(device['path'], 0, before)
         self.assertEqual(256, self.dirty_blocks(device['path']))

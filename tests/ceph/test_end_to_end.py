@@ -24,8 +24,8 @@ import ddt
 from cinder import exception as cinder_exception
 from cinder.tests.unit import fake_snapshot
 
-from os_brick_cas import casadm
 from os_brick_cas import exception
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from tests.ceph import base
 from tests.ceph import blockio
@@ -76,7 +76,7 @@ class EndToEndTestCase(base.CephTestCase):
         data, device = self.attach(volume)
         payload = blockio.pattern('kept ' + volume.id, MIB)
         blockio.write_direct(device['path'], 0, payload)
-        cache_id, core_id = casadm.core_of_exported(device['path'])
+        cache_id, core_id = casadm_output.core_of_exported(device['path'])
         # the data-true stand-in holds the 256 written lines dirty
         self.host.inject_fault('flush-core', exit_code=1, stderr=(
             'Error while flushing core %d of cache %d\nError while flushing '

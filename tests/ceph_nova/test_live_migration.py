@@ -24,7 +24,8 @@ import subprocess
 import fixtures
 from lxml import etree
 
-from os_brick_cas import casadm
+
+from os_brick_cas.opencas import casadm_output
 from tests.ceph import blockio
 from tests.nova.functional import test_lifecycle
 from tests import real_ceph as cluster
@@ -59,11 +60,11 @@ class CephLiveMigrationTestCase(test_lifecycle.TwoComputesTestBase):
     def ceph_digest(self, offset: int) -> str:
         return cluster.digest(self.ceph_conf, IMAGE, offset, MIB)
 
-    def dirty_blocks(self, compute: str, core: casadm.Core) -> int:
+    def dirty_blocks(self, compute: str, core: casadm_output.Core) -> int:
         """Dirty 4 KiB blocks of *core* as *compute*'s casadm reports."""
-        return int(casadm.parse_stats(self._tool(
+        return int(casadm_output.parse_stats(self._tool(
             compute, 'casadm', '-P', '-i', str(core.cache_id), '-j',
-            str(core.core_id), '-o', 'csv'))[casadm.DIRTY_BLOCKS])
+            str(core.core_id), '-o', 'csv'))[casadm_output.DIRTY_BLOCKS])
 
     def assert_nothing_left(self) -> None:
         """No loop device, FUSE mount or /dev/cas* of either host left."""

@@ -16,7 +16,7 @@ Everything above the process boundary is real: the connector, os-brick's
 RBDConnector and executor, the privsep entry points (run in-process, or
 through a real privsep daemon in test_privsep_daemon), processutils. Below
 it run the stand-in ``casadm`` and ``rbd`` executables of
-:mod:`os_brick_cas.simulator`, which print what the real tools print.
+:mod:`cas_standin`, which print what the real tools print.
 
 State is observed the way an operator would: through ``casadm -L/-P`` and
 ``rbd showmapped`` of the simulated host, parsed with the product's parser.
@@ -33,12 +33,12 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
-from os_brick_cas import casadm
+from cas_standin import fixture as sim_fixture
+from cas_standin import state as sim_state
 from os_brick_cas import connector
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
-from os_brick_cas.simulator import fixture as sim_fixture
-from os_brick_cas.simulator import state as sim_state
 from tests import privsep_fixture
 
 MODES = {1: 'wt', 2: 'wb', 3: 'wa', 4: 'wo', 5: 'pt'}
@@ -157,18 +157,18 @@ class FunctionalTestCase(testtools.TestCase):
         except Exception:
             pass
 
-    def cache_list(self) -> list[casadm.CacheInstance]:
-        return casadm.parse_list(self._tool('casadm', '-L', '-o', 'csv',
-                                            '-b'))
+    def cache_list(self) -> list[casadm_output.CacheInstance]:
+        return casadm_output.parse_list(self._tool('casadm', '-L', '-o', 'csv',
+                                                   '-b'))
 
-    def cores(self) -> list[casadm.Core]:
+    def cores(self) -> list[casadm_output.Core]:
         return [core for cache in self.cache_list() for core in cache.cores]
 
-    def dirty(self, core: casadm.Core) -> int:
-        stats = casadm.parse_stats(self._tool(
+    def dirty(self, core: casadm_output.Core) -> int:
+        stats = casadm_output.parse_stats(self._tool(
             'casadm', '-P', '-i', str(core.cache_id), '-j',
             str(core.core_id), '-o', 'csv'))
-        return int(stats[casadm.DIRTY_BLOCKS])
+        return int(stats[casadm_output.DIRTY_BLOCKS])
 
     def mappings(self) -> list[dict[str, str]]:
         return json.loads(self._tool('rbd', 'showmapped', '--format=json'))

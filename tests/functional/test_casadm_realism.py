@@ -23,14 +23,15 @@ import subprocess
 import fixtures
 import testtools
 
+from cas_standin import casadm as sim_casadm
+from cas_standin import fixture as sim_fixture
+from cas_standin import state as sim_state
 from os_brick_cas import casadm
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import opencas_conf
+from os_brick_cas.opencas import stand_in
 from os_brick_cas import rbd_names
-from os_brick_cas.simulator import casadm as sim_casadm
-from os_brick_cas.simulator import fixture as sim_fixture
-from os_brick_cas.simulator import state as sim_state
-from os_brick_cas import stand_in
 from tests.functional import base
 from tests.functional.simulator import real_samples
 
@@ -128,7 +129,7 @@ class RemoveSecondFlushFailsTestCase(base.FunctionalTestCase):
 class UdevLoaderTestCase(base.FunctionalTestCase):
     """open-cas-loader try-adds a listed core as soon as its link appears."""
 
-    def _dirty_inactive(self, name: str) -> tuple[dict, casadm.Core]:
+    def _dirty_inactive(self, name: str) -> tuple[dict, casadm_output.Core]:
         image = self.image(name)
         props = self.props(image, 'wb')
         self.connector.connect_volume(props)
@@ -493,7 +494,7 @@ class CorePoolTestCase(base.FunctionalTestCase):
     udev_by_id = True
 
     def _pool(self) -> list[str]:
-        return casadm.parse_core_pool(self._tool(
+        return casadm_output.parse_core_pool(self._tool(
             'casadm', '-L', '-o', 'csv', '-b'))
 
     def test_reactivation_refused_when_the_cache_stops_first(self):

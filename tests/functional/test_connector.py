@@ -17,9 +17,10 @@ import os
 import ddt
 from os_brick import exception as brick_exception
 
-from os_brick_cas import casadm
+
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import opencas_conf
 from tests.functional import base
 
 PATTERN = b'os-brick-cas\x00' * 315 + b'!'  # 4096 bytes
@@ -240,7 +241,7 @@ class ReattachAfterRebootTestCase(base.FunctionalTestCase):
         self.connector.disconnect_volume(props, info)
         self.assert_clean_host()
 
-    def stranded_write_back_core(self) -> tuple[dict, casadm.Core]:
+    def stranded_write_back_core(self) -> tuple[dict, casadm_output.Core]:
         """A wb volume with 5 dirty blocks whose host rebooted under it."""
         props = self.props(self.image('volume-stranded'), 'wb')
         self.connector.connect_volume(props)

@@ -15,7 +15,8 @@
 import mmap
 import os
 
-from os_brick_cas import casadm
+
+from os_brick_cas.opencas import casadm_output
 from tests.functional import base
 from tests.functional.simulator import real_samples
 
@@ -44,8 +45,8 @@ class DataTrueStatsTestCase(base.FunctionalTestCase):
     datapath_lines = 256
 
     def stats(self, *argv: str) -> dict[str, str]:
-        return casadm.parse_stats(self._tool('casadm', '-P', *argv,
-                                             '-o', 'csv'))
+        return casadm_output.parse_stats(self._tool('casadm', '-P', *argv,
+                                                    '-o', 'csv'))
 
     def attach(self, image: str, mode: str) -> tuple[dict, dict]:
         props = self.props(self.image(image), mode)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from os_brick_cas import exception
-from os_brick_cas import known_defects
+from os_brick_cas.opencas import known_defects
 from tests.functional import base
 
 

@@ -26,11 +26,13 @@ import uuid
 import fixtures
 
 from os_brick_cas import casadm
+
 from os_brick_cas.cmd import doctor
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas.metrics import eventlog
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import report
 from tests.functional import base
 from tests.functional import fake_cinder
@@ -68,7 +70,7 @@ class DrainBase(base.FunctionalTestCase):
                     if '--load-config' in c['argv'] or
                     c['argv'][1:3] == ['-C', '-C']])
 
-    def core_with_id(self, cache_id: int, core_id: int) -> casadm.Core:
+    def core_with_id(self, cache_id: int, core_id: int) -> casadm_output.Core:
         [core] = [c for c in self.cores()
                   if (c.cache_id, c.core_id) == (cache_id, core_id)]
         return core
@@ -396,7 +398,7 @@ class CapabilityTestCase(DrainBase):
 
     caches = {1: 'wt', 2: 'wb'}
 
-    def instance(self) -> casadm.CacheInstance:
+    def instance(self) -> casadm_output.CacheInstance:
         [cache] = [c for c in self.casadm.list_caches() if c.cache_id == 2]
         return cache
 

@@ -25,7 +25,7 @@ import ddt
 from oslo_concurrency import processutils
 
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from tests.functional import base
 
 MODULE_GONE = dict(exit_code=1, stdout='Is the kernel module loaded?\n',

@@ -26,10 +26,10 @@ from typing import Optional
 
 import fixtures
 
+from cas_standin import module as sim_module
 from nova_ext import opts as nova_opts  # noqa: F401  (drain budgets)
 from os_brick_cas.cmd import doctor
 from os_brick_cas.cmd import main as cli
-from os_brick_cas.simulator import module as sim_module
 from tests.functional import base
 
 GIB = 2 ** 30

@@ -22,7 +22,7 @@ import os
 import tempfile
 
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas.privileged import devices as priv_devices
 from tests.functional import base
 

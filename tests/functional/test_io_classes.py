@@ -16,7 +16,8 @@ import mmap
 import os
 import subprocess
 
-from os_brick_cas import casadm
+
+from os_brick_cas.opencas import casadm_output
 from tests.functional import base
 
 HEADER = 'IO class id,IO class name,Eviction priority,Allocation'
@@ -148,12 +149,12 @@ class DataTrueIoClassTestCase(base.FunctionalTestCase):
     caches = {1: 'wt', 2: 'wb'}
     datapath_lines = 256
 
-    def core_file(self, core: casadm.Core) -> bytes:
+    def core_file(self, core: casadm_output.Core) -> bytes:
         with open(os.path.realpath(core.device), 'rb') as device:
             return device.read(64 * 1024)
 
-    def stats(self, core: casadm.Core) -> dict:
-        return casadm.parse_stats(self._tool(
+    def stats(self, core: casadm_output.Core) -> dict:
+        return casadm_output.parse_stats(self._tool(
             'casadm', '-P', '-i', str(core.cache_id), '-j',
             str(core.core_id), '-o', 'csv'))
 

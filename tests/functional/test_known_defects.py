@@ -26,9 +26,9 @@ import os
 
 import fixtures
 
+from cas_standin import module as sim_module
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import exception
-from os_brick_cas.simulator import module as sim_module
 from tests.functional import base
 
 DEFECT = 'ocf-hit-invalid-backfill'

@@ -27,9 +27,11 @@ import uuid
 import fixtures
 
 from os_brick_cas import casadm
+
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import drain
 from os_brick_cas import locks
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from os_brick_cas import rbd_names
 from os_brick_cas import report
@@ -60,7 +62,7 @@ class LifecycleRegressionBase(base.FunctionalTestCase):
             'os_brick_cas.cmd.cinder_session.session_factory',
             self.cinder.session if present else None))
 
-    def attach(self, volume_id: str, dirty: int = 0) -> casadm.Core:
+    def attach(self, volume_id: str, dirty: int = 0) -> casadm_output.Core:
         """Attach as nova does: the marker names this host first."""
         epoch = 'att-' + volume_id[-4:]
         self.cinder.markers[volume_id] = {'host': HOST, 'epoch': epoch,
@@ -80,7 +82,7 @@ class LifecycleRegressionBase(base.FunctionalTestCase):
         except Exception:
             pass
 
-    def core_of(self, volume_id: str) -> casadm.Core:
+    def core_of(self, volume_id: str) -> casadm_output.Core:
         [core] = [c for c in self.cores()
                   if volume_id in report.rbd_image_of(c.device)]
         return core
@@ -91,7 +93,7 @@ class LifecycleRegressionBase(base.FunctionalTestCase):
             code = cli.main(list(argv) + ['--host', HOST])
         return code, out.getvalue(), err.getvalue()
 
-    def pinned(self, core: casadm.Core) -> bool:
+    def pinned(self, core: casadm_output.Core) -> bool:
         return core.core_id in drain.drained_cores(
             self.casadm.list_io_classes(core.cache_id))
 

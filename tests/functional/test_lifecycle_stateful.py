@@ -59,13 +59,14 @@ from hypothesis import settings
 from hypothesis import stateful
 from hypothesis import strategies as st
 
+from cas_standin import state as sim_state
 from os_brick_cas import casadm
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import fence
 from os_brick_cas import io_class_table
 from os_brick_cas import lifecycle
-from os_brick_cas.simulator import state as sim_state
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import volume as volume_mod
 from tests.functional import base
 from tests.functional import fake_cinder
@@ -156,7 +157,7 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                 volume_mod.from_connection_properties(props).spec,
                 volume_id)
 
-        def core(self, index: int) -> Optional[casadm.Core]:
+        def core(self, index: int) -> Optional[casadm_output.Core]:
             found = lifecycle.locate(self.casadm, self.subject(index).spec)
             return found.core if found else None
 
@@ -180,7 +181,7 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                 lifecycle.step_hook = None
 
         @staticmethod
-        def sim_dirty(core: casadm.Core) -> int:
+        def sim_dirty(core: casadm_output.Core) -> int:
             """Dirty blocks of *core*, inactive ones too (the stand-in)."""
             return test.host.state()['caches'][str(core.cache_id)][
                 'cores'][str(core.core_id)]['dirty']
@@ -311,7 +312,7 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                         max(core.core_id for core in cache.cores) + 7, 15))
                 loaded = io_class_table.compose(older).table
                 if ghost and attached_here and len(loaded) > 1:
-                    loaded[0] = casadm.IoClass(
+                    loaded[0] = casadm_output.IoClass(
                         0, io_class_table.UNCLASSIFIED,
                         io_class_table.UNCLASSIFIED_PRIORITY, 1.0)
                 self.casadm.load_io_classes(cache.cache_id, loaded)

@@ -35,11 +35,13 @@ from oslo_privsep import daemon as privsep_daemon
 from prometheus_client import parser
 
 from os_brick_cas import casadm
+
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
 from os_brick_cas.metrics import exporter
 from os_brick_cas.metrics import opts as metrics_opts
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas.privileged import casadm as priv_casadm
 from os_brick_cas import rbd_names
 from tests.functional import test_cli
@@ -173,7 +175,7 @@ class ExporterTestCase(test_cli.CliTestCase):
         self.assertFalse([name for name, _ in scrape
                           if name == 'os_brick_cas_drift'])
         # by hand: the core's class now caches (allocation 0.5)
-        tool.load_io_classes(2, [drain.UNCLASSIFIED, casadm.IoClass(
+        tool.load_io_classes(2, [drain.UNCLASSIFIED, casadm_output.IoClass(
             5, drain.drain_rule(core.core_id), 3, 0.5)])
         listings = []
         real_list = casadm.Casadm.list_caches

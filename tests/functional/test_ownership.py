@@ -18,7 +18,7 @@ Cinder's fence marker names as owner on this host ('' = none here).
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import ownership
 from os_brick_cas import report
 from tests.functional import base

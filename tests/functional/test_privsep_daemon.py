@@ -27,7 +27,7 @@ import os_brick.privileged
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 import os_brick_cas.privileged
 from os_brick_cas.privileged import casadm as priv_casadm
 from tests.functional import base

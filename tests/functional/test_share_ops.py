@@ -26,9 +26,11 @@ import subprocess
 import uuid
 
 from os_brick_cas import casadm
+
 from os_brick_cas import drain
 from os_brick_cas.metrics import exporter
 from os_brick_cas.metrics import opts as metrics_opts
+from os_brick_cas.opencas import casadm_output
 from tests.functional import test_cli
 from tests.functional import test_metrics
 
@@ -259,7 +261,7 @@ class StandInClassStatsTestCase(ShareOpsBase):
         self.host.set_dirty(2, core.core_id, 6)
         every = self.stats()
         self.assertEqual(0, every.returncode, every.stderr)
-        rows = casadm.parse_io_class_stats(every.stdout)
+        rows = casadm_output.parse_io_class_stats(every.stdout)
         self.assertEqual([(0, 'unclassified', 70, 0, 0),
                           (1, 'core_id:eq:%d&done' % core.core_id, 30, 6,
                            6)],

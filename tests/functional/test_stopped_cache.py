@@ -20,7 +20,7 @@ newer data. Both are refused now, and nothing is mapped or forgotten.
 """
 
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from tests.functional import base
 
 

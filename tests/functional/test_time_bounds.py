@@ -30,9 +30,9 @@ import time
 
 import ddt
 
+from cas_standin import state as state_mod
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
-from os_brick_cas.simulator import state as state_mod
+from os_brick_cas.opencas import opencas_conf
 from tests.functional import base
 
 #: the bound of every casadm/rbd call here: short, yet a few times what

@@ -36,8 +36,9 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
-from os_brick_cas import casadm
+
 from os_brick_cas import connector
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from tests.ceph import blockio
 from tests import privsep_fixture
@@ -232,18 +233,19 @@ class KernelTestCase(testtools.TestCase):
                 ' '.join(args), done.returncode, done.stdout, done.stderr))
         return done.stdout
 
-    def cache_list(self) -> list[casadm.CacheInstance]:
-        return casadm.parse_list(run('casadm', '-L', '-o', 'csv',
-                                     '-b').stdout)
+    def cache_list(self) -> list[casadm_output.CacheInstance]:
+        return casadm_output.parse_list(run('casadm', '-L', '-o', 'csv',
+                                            '-b').stdout)
 
-    def cores(self) -> list[casadm.Core]:
+    def cores(self) -> list[casadm_output.Core]:
         return [core for cache in self.cache_list() for core in cache.cores]
 
-    def dirty(self, core: casadm.Core, golden: Optional[str] = None) -> int:
-        stats = casadm.parse_stats(self.casadm_ok(
+    def dirty(self, core: casadm_output.Core,
+              golden: Optional[str] = None) -> int:
+        stats = casadm_output.parse_stats(self.casadm_ok(
             '-P', '-i', str(core.cache_id), '-j', str(core.core_id),
             '-o', 'csv', golden=golden))
-        return int(float(stats[casadm.DIRTY_BLOCKS]))
+        return int(float(stats[casadm_output.DIRTY_BLOCKS]))
 
     def mapped_devices(self) -> list[str]:
         return ['/dev/rbd%s' % entry

@@ -18,7 +18,8 @@ with Open CAS's default; the attach sets the layout's value with one
 the value itself is read back here.
 """
 
-from os_brick_cas import casadm
+
+from os_brick_cas.opencas import casadm_output
 from tests.kernel import base
 
 
@@ -26,7 +27,8 @@ class NewCoreSeqCutoffTestCase(base.KernelTestCase):
 
     caches = {1: 'wt', 2: 'wb'}
 
-    def seq_cutoff(self, core: casadm.Core, golden: str) -> dict[str, str]:
+    def seq_cutoff(self, core: casadm_output.Core,
+                   golden: str) -> dict[str, str]:
         out = self.casadm_ok('-G', '-n', 'seq-cutoff', '-i',
                              str(core.cache_id), '-j', str(core.core_id),
                              '-o', 'csv', golden=golden)

@@ -22,8 +22,8 @@ attaches. The version comes from the loaded module's
 
 from os_brick_cas import casadm
 from os_brick_cas import exception
-from os_brick_cas import known_defects
-from os_brick_cas import releases
+from os_brick_cas.opencas import known_defects
+from os_brick_cas.opencas import releases
 from tests.kernel import base
 
 

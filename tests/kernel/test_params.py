@@ -12,15 +12,15 @@
 
 """Runtime parameters as the running release's casadm names them.
 
-The host check (os_brick_cas/hostprep.py) reads ``--get-param`` rows by
-the titles of os_brick_cas/host_layout_params.py and leaves out what the
+The host check (os_brick_cas/host/prep.py) reads ``--get-param`` rows by
+the titles of os_brick_cas/opencas/casadm_params.py and leaves out what the
 release does not know (the ALRU dirty-ratio rows exist from v25.12): here
 the real casadm of each release is asked, through the product's reader.
 """
 
 from os_brick_cas import casadm
-from os_brick_cas import host_layout_params as params
-from os_brick_cas import releases
+from os_brick_cas.opencas import casadm_params as params
+from os_brick_cas.opencas import releases
 from tests.kernel import base
 
 

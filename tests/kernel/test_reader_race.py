@@ -58,8 +58,10 @@ from testtools import content
 from oslo_config import cfg
 
 from os_brick_cas import casadm
+
 from os_brick_cas import drain
-from os_brick_cas import known_defects
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import known_defects
 from tests.ceph import blockio
 from tests.kernel import base
 from tests import real_ceph
@@ -220,14 +222,14 @@ class ReaderRaceTestCase(base.KernelTestCase):
         info = self.connector.connect_volume(props)
         path = info['path']
         passes = []
-        counted = {casadm.DIRTY_BLOCKS: 0.0, WRITE_REQUESTS: 0.0,
+        counted = {casadm_output.DIRTY_BLOCKS: 0.0, WRITE_REQUESTS: 0.0,
                    PASS_THROUGH_WRITES: 0.0}
         for number in range(PASSES):
             written = self.race_pass('%s-%d' % (label, number), path,
                                      number * ROUNDS * base.MIB, reader,
                                      writer)
             [core] = self.cores()
-            stats = casadm.parse_stats(self.casadm_ok(
+            stats = casadm_output.parse_stats(self.casadm_ok(
                 '-P', '-i', str(core.cache_id), '-j', str(core.core_id),
                 '-o', 'csv'))
             # the counters are the core's since the attach: this pass's
@@ -303,7 +305,7 @@ class ReaderRaceTestCase(base.KernelTestCase):
         summary = ('%s: dirty %d of %d, write requests %d of %d '
                    '(%d pass-through), %s %d blocks in Ceph, cache %s '
                    '%d blocks' % (
-                       label, int(delta[casadm.DIRTY_BLOCKS]),
+                       label, int(delta[casadm_output.DIRTY_BLOCKS]),
                        ROUNDS * 256,
                        int(delta[WRITE_REQUESTS]) + pass_through,
                        ROUNDS * base.MIB // CHUNK, pass_through,
@@ -458,7 +460,7 @@ class WideLineRaceTestCase(base.KernelTestCase):
         self.assertNotIn(' LOST ', report)
         self.assertNotIn(' STALE ', report)
 
-    def wide_pass(self, label: str, racer: LineRacer, core: casadm.Core,
+    def wide_pass(self, label: str, racer: LineRacer, core: casadm_output.Core,
                   start: int, drained: bool
                   ) -> tuple[list[bytes], list[bytes], list[int]]:
         """Heads, then tails raced by reads, on WIDE_LINES fresh lines.

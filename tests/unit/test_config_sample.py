@@ -20,6 +20,7 @@ import testtools
 
 from nova_ext import opts as nova_opts
 from os_brick_cas import compat as cas_compat
+from os_brick_cas.metrics import opts as metrics_opts
 from os_brick_cas import opts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -49,7 +50,9 @@ class ConfigSampleTestCase(testtools.TestCase):
                     'etc/%s is stale: run tox -e genconfig' % sample)
 
     def test_every_option_has_help(self):
-        for group, options in opts.list_opts() + nova_opts.list_opts():
+        for group, options in (
+                opts.list_opts() + metrics_opts.list_opts() +
+                nova_opts.list_opts()):
             for option in options:
                 self.assertTrue(option.help and len(option.help) > 20,
                                 '[%s] %s has no useful help' % (

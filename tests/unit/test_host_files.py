@@ -28,7 +28,7 @@ import fixtures
 import testtools
 
 from os_brick_cas.cmd import install_files
-from os_brick_cas import host_files
+from os_brick_cas.host import installed_files
 from tests.unit import test_udev_rule
 
 ROOT = test_udev_rule.ROOT
@@ -37,12 +37,12 @@ ROOT = test_udev_rule.ROOT
 def fake_install(prefix: str) -> list[str]:
     """Lay out the package's data files and commands under *prefix*."""
     record = []
-    for share_path, tree_path in host_files.SOURCES.values():
-        dest = os.path.join(prefix, host_files.SHARE, share_path)
+    for share_path, tree_path in installed_files.SOURCES.values():
+        dest = os.path.join(prefix, installed_files.SHARE, share_path)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copy(os.path.join(ROOT, 'etc', tree_path), dest)
         record.append(dest)
-    for name in (host_files.NAMER, host_files.CLI):
+    for name in (installed_files.NAMER, installed_files.CLI):
         dest = os.path.join(prefix, 'bin', name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         with open(dest, 'w') as script:
@@ -59,20 +59,21 @@ class HostFilesTestCase(testtools.TestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.root = os.path.join(self.tmp, 'root')
 
-    def files(self, prefix: str) -> dict[str, host_files.HostFile]:
+    def files(self, prefix: str) -> dict[str, installed_files.HostFile]:
         record = fake_install(os.path.join(self.tmp, prefix.lstrip('/')))
-        return {item.dest: item for item in host_files.plan(record=record)}
+        return {item.dest: item
+                for item in installed_files.plan(record=record)}
 
     def test_debian_system_python_paths_under_usr_local(self):
         prefix = os.path.join(self.tmp, 'usr/local')
         files = self.files('/usr/local')
         rule = files['/etc/udev/rules.d/60-os-brick-cas-rbd.rules']
-        self.assertEqual(os.path.join(prefix, host_files.SHARE),
+        self.assertEqual(os.path.join(prefix, installed_files.SHARE),
                          os.path.dirname(os.path.dirname(os.path.dirname(
                              rule.source))))
         [program] = [value for line in test_udev_rule.rule_lines(
             rule.content) for key, op, value in line if key == 'PROGRAM']
-        self.assertEqual(os.path.join(prefix, 'bin', host_files.NAMER) +
+        self.assertEqual(os.path.join(prefix, 'bin', installed_files.NAMER) +
                          ' %n', program)
         # nothing else of the rule changed
         with open(os.path.join(ROOT, 'etc', 'udev', 'rules.d',
@@ -90,13 +91,13 @@ class HostFilesTestCase(testtools.TestCase):
         parser = configparser.ConfigParser(strict=False, interpolation=None)
         parser.read_string(unit.content)
         self.assertEqual(
-            os.path.join(prefix, 'bin', host_files.CLI) + ' exporter',
+            os.path.join(prefix, 'bin', installed_files.CLI) + ' exporter',
             parser['Service']['ExecStart'])
         self.assertEqual('multi-user.target', parser['Install']['WantedBy'])
 
     def test_rootwrap_filter_and_dropins_where_asked(self):
         record = fake_install(os.path.join(self.tmp, 'venv'))
-        files = host_files.plan(
+        files = installed_files.plan(
             rootwrap_dir='/etc/nova/rootwrap.d',
             nova_compute_units=('nova-compute.service',
                                 'devstack@n-cpu.service'),
@@ -116,7 +117,7 @@ class HostFilesTestCase(testtools.TestCase):
     def test_install_then_unchanged_then_check_finds_an_edit(self):
         record = fake_install(os.path.join(self.tmp, 'venv'))
         self.useFixture(fixtures.MockPatch(
-            'os_brick_cas.host_files._record', return_value=record))
+            'os_brick_cas.host.installed_files._record', return_value=record))
 
         def run(*argv):
             parser = install_files.argparse.ArgumentParser()
@@ -146,11 +147,12 @@ class HostFilesTestCase(testtools.TestCase):
 
     def test_missing_package_files_say_what_to_do(self):
         self.useFixture(fixtures.MockPatch(
-            'os_brick_cas.host_files.TREE', os.path.join(self.tmp, 'none')))
+            'os_brick_cas.host.installed_files.TREE',
+            os.path.join(self.tmp, 'none')))
         self.useFixture(fixtures.MockPatch(
             'sysconfig.get_path', return_value=os.path.join(self.tmp, 'x')))
         self.useFixture(fixtures.MockPatch('os.path.isfile',
                                            return_value=False))
-        error = self.assertRaises(host_files.HostFilesError,
-                                  host_files.share_dir, [])
+        error = self.assertRaises(installed_files.HostFilesError,
+                                  installed_files.share_dir, [])
         self.assertIn('reinstall os-brick-cas', str(error))

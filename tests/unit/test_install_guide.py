@@ -27,6 +27,7 @@ import testtools
 import yaml
 
 from nova_ext import opts as nova_opts
+from os_brick_cas.metrics import opts as metrics_opts
 from os_brick_cas import opts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -77,7 +78,9 @@ class InstallGuideNovaConfTestCase(testtools.TestCase):
             self.block = literal_block_after(guide.read(),
                                              'Add to nova.conf')
         self.conf = cfg.ConfigOpts()
-        for group, options in opts.list_opts() + nova_opts.list_opts():
+        for group, options in (
+                opts.list_opts() + metrics_opts.list_opts() +
+                nova_opts.list_opts()):
             self.conf.register_opts(list(options), group=group)
         handle, path = tempfile.mkstemp(suffix='.conf')
         with os.fdopen(handle, 'w') as out:

@@ -28,7 +28,7 @@ import tempfile
 
 import testtools
 
-from os_brick_cas import known_defects
+from os_brick_cas.opencas import known_defects
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 import testtools
 
-from os_brick_cas import host_files
+from os_brick_cas.host import installed_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -88,7 +88,7 @@ class InstalledFilesTestCase(testtools.TestCase):
             self.assertTrue(os.path.isfile(os.path.join(share, path)), path)
         # every file "os-brick-cas host install-files" installs, the
         # exporter's unit among them, where it looks for it
-        for path, _ in host_files.SOURCES.values():
+        for path, _ in installed_files.SOURCES.values():
             self.assertTrue(os.path.isfile(os.path.join(share, path)), path)
 
 

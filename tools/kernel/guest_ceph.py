@@ -26,7 +26,7 @@ import os
 import shutil
 import sys
 
-from os_brick_cas.simulator import ceph_cluster
+from cas_standin import ceph_cluster
 
 POOL = 'volumes'
 

@@ -36,7 +36,9 @@ from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import exception
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import policy as policy_mod
 
 OK, WARN, FAIL, SKIP, ERROR = 'OK', 'WARN', 'FAIL', 'SKIP', 'ERROR'
@@ -101,11 +103,11 @@ class Host:
         """``casadm -V`` (NotChecked when casadm does not answer)."""
         return self._answer()[0]
 
-    def caches(self) -> list[casadm_mod.CacheInstance]:
+    def caches(self) -> list[casadm_output.CacheInstance]:
         """``casadm -L`` (NotChecked when casadm does not answer)."""
         return self._answer()[1]
 
-    def caches_if_any(self) -> Optional[list[casadm_mod.CacheInstance]]:
+    def caches_if_any(self) -> Optional[list[casadm_output.CacheInstance]]:
         """The running instances, or None when casadm cannot tell."""
         try:
             return self.caches()

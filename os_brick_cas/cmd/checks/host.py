@@ -29,9 +29,9 @@ from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
 from os_brick_cas.cmd import config
 from os_brick_cas import exception
+from os_brick_cas.opencas import releases
+from os_brick_cas.opencas import stand_in
 from os_brick_cas import opts
-from os_brick_cas import releases
-from os_brick_cas import stand_in
 
 #: kernel modules a caching host needs (``/sys/module/NAME`` when loaded)
 KERNEL_MODULES = {'rbd': 'krbd maps the volumes',

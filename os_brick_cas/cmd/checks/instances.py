@@ -24,11 +24,11 @@ from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
 from os_brick_cas import drain
 from os_brick_cas import exception
-from os_brick_cas import known_defects
 from os_brick_cas import labels
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import known_defects
+from os_brick_cas.opencas import opencas_conf
+from os_brick_cas.opencas import releases
 from os_brick_cas import opts
-from os_brick_cas import releases
 from os_brick_cas import report
 
 

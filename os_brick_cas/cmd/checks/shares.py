@@ -14,7 +14,6 @@
 
 from typing import Iterator
 
-from os_brick_cas import casadm as casadm_mod
 from os_brick_cas.cmd.checks import Finding
 from os_brick_cas.cmd.checks import Host
 from os_brick_cas.cmd.checks import OK
@@ -22,6 +21,7 @@ from os_brick_cas.cmd.checks import register
 from os_brick_cas.cmd.checks import WARN
 from os_brick_cas import exception
 from os_brick_cas import labels
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import report
 from os_brick_cas import share_usage
 
@@ -29,7 +29,7 @@ from os_brick_cas import share_usage
 RELOAD = 'os-brick-cas reload-io-classes --cache-id %d'
 
 
-def _table_text(table: list[casadm_mod.IoClass]) -> str:
+def _table_text(table: list[casadm_output.IoClass]) -> str:
     return ', '.join('%d:%s:%g' % (c.class_id, c.name, c.allocation)
                      for c in table)
 

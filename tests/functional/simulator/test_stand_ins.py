@@ -17,9 +17,9 @@ import signal
 import subprocess
 import time
 
-from os_brick_cas.simulator import casadm as sim_casadm
-from os_brick_cas.simulator import fixture
-from os_brick_cas import stand_in
+from cas_standin import casadm as sim_casadm
+from cas_standin import fixture
+from os_brick_cas.opencas import stand_in
 from tests.functional import base as functional_base
 from tests.functional.simulator import real_samples
 from tests.unit.os_brick_cas import base as unit_base

@@ -38,14 +38,14 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 from oslo_serialization import jsonutils
 import requests_mock
 
+from cas_standin import fixture as sim_fixture
+from cas_standin import state as sim_state
 from nova_ext import cmd as nova_cmd
 from nova_ext import driver as nova_driver  # noqa: F401 ([os_brick_cas_nova])
 from nova_ext import hook as nova_hook
-from os_brick_cas import casadm
 from os_brick_cas import drain
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import rbd_names
-from os_brick_cas.simulator import fixture as sim_fixture
-from os_brick_cas.simulator import state as sim_state
 from tests.functional import fake_cinder
 from tests.nova import compat as nova_test_compat
 from tests import privsep_fixture
@@ -267,8 +267,8 @@ class CachedVolumeTestBase(nova_test_compat.ServersTestBase):
         return subprocess.run(list(argv), check=True, capture_output=True,
                               text=True, env=env).stdout
 
-    def cores(self, host: Optional[str] = None) -> list[casadm.Core]:
-        return [core for cache in casadm.parse_list(self._tool(
+    def cores(self, host: Optional[str] = None) -> list[casadm_output.Core]:
+        return [core for cache in casadm_output.parse_list(self._tool(
             host, 'casadm', '-L', '-o', 'csv', '-b')) for core in cache.cores]
 
     def mappings(self, host: Optional[str] = None) -> list[dict]:
@@ -277,7 +277,7 @@ class CachedVolumeTestBase(nova_test_compat.ServersTestBase):
 
     def drained_on(self, compute: str) -> set[int]:
         """Core ids the wb instance's IO-class table of *compute* drains."""
-        return drain.drained_cores(casadm.parse_io_classes(self._tool(
+        return drain.drained_cores(casadm_output.parse_io_classes(self._tool(
             compute, 'casadm', '-C', '-L', '-i', '2', '-o', 'csv')))
 
     def dirty(self, compute: str, core) -> int:

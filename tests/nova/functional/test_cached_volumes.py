@@ -17,8 +17,8 @@ import uuid
 
 from nova.tests.functional.api import client
 
-from os_brick_cas import known_defects
-from os_brick_cas.simulator import module as sim_module
+from cas_standin import module as sim_module
+from os_brick_cas.opencas import known_defects
 from tests.nova.functional import base
 
 WT_VOL = str(uuid.UUID(int=0xca5e1))

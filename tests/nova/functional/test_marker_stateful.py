@@ -78,6 +78,7 @@ from hypothesis import strategies as st
 from keystoneauth1 import exceptions as ks_exceptions
 from nova import exception as nova_exception
 
+from cas_standin import state as sim_state
 from cinder_ext import guards
 from nova_ext import fence as nova_fence
 from nova_ext import opts as nova_opts
@@ -87,7 +88,7 @@ from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception
 from os_brick_cas import lifecycle
 from os_brick_cas.lifecycle import journal
-from os_brick_cas.simulator import state as sim_state
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import volume as volume_mod
 from tests.functional import base
 from tests.functional import fake_cinder
@@ -236,7 +237,7 @@ def machine_for(test: 'MarkerStatefulTestCase', corrupt_journal: bool):
             return False
 
         @staticmethod
-        def sim_dirty(core: casadm.Core) -> int:
+        def sim_dirty(core: casadm_output.Core) -> int:
             """Dirty blocks of *core*, inactive ones too (the stand-in)."""
             return test.host.state()['caches'][str(core.cache_id)][
                 'cores'][str(core.core_id)]['dirty']

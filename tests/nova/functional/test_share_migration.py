@@ -22,8 +22,9 @@ migration for a share).
 
 import uuid
 
-from os_brick_cas import casadm
+
 from os_brick_cas import io_class_table
+from os_brick_cas.opencas import casadm_output
 from tests.nova.functional import test_lifecycle
 
 SHARED_WT = str(uuid.UUID(int=0x5ea7e1))
@@ -50,7 +51,7 @@ class ShareLiveMigrationTestCase(test_lifecycle.LiveMigrationTestBase):
     def table(self, compute: str, cache_id: int
               ) -> list[io_class_table.Entry]:
         """What *compute*'s IO-class table of *cache_id* gives each core."""
-        loaded = casadm.parse_io_classes(self._tool(
+        loaded = casadm_output.parse_io_classes(self._tool(
             compute, 'casadm', '-C', '-L', '-i', str(cache_id), '-o', 'csv'))
         self.assertTrue(io_class_table.is_composed(loaded), loaded)
         return io_class_table.entries(loaded)

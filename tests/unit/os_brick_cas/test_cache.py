@@ -17,7 +17,7 @@ import fixtures
 from os_brick_cas import cache
 from os_brick_cas import exception
 from os_brick_cas import modes
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from tests.unit.os_brick_cas import base
 
 WT = modes.CacheMode.WRITE_THROUGH
@@ -154,7 +154,7 @@ class VolumeCacheTestCase(base.TestCase):
         self.fake.reply('--remove-core', (0, '', ''))
         # the file system refuses the write (e.g. /etc mounted read-only)
         self.useFixture(fixtures.MockPatch(
-            'os_brick_cas.opencas_conf.os.replace',
+            'os_brick_cas.opencas.opencas_conf.os.replace',
             side_effect=OSError(errno.EROFS, 'Read-only file system')))
         self.assertRaises(OSError, self.cache.attach, LINK, WB, 'vol')
         self.assertEqual([['--remove-core', '--cache-id', '2', '--core-id',

@@ -18,14 +18,16 @@ import ddt
 import fixtures
 
 from os_brick_cas import casadm
+
 from os_brick_cas import exception
+from os_brick_cas.opencas import casadm_output
 from tests.unit.os_brick_cas import base
 
 
 class ParseListTestCase(base.TestCase):
 
     def test_sample_from_casadm_formatter(self):
-        caches = casadm.parse_list(base.sample('list_L_csv.txt'))
+        caches = casadm_output.parse_list(base.sample('list_L_csv.txt'))
         self.assertEqual([1, 2], [c.cache_id for c in caches])
         first, second = caches
         self.assertEqual(('wb', 'Running', '/dev/nvme0n1p1'),
@@ -43,14 +45,14 @@ class ParseListTestCase(base.TestCase):
         self.assertTrue(second.cores[0].active)
 
     def test_no_caches_running(self):
-        self.assertEqual([], casadm.parse_list('No caches running\n'))
+        self.assertEqual([], casadm_output.parse_list('No caches running\n'))
 
     def test_garbage_is_an_error(self):
-        self.assertRaises(exception.CasadmCommandFailed, casadm.parse_list,
-                          'id,type\n1,2\n')
+        self.assertRaises(exception.CasadmCommandFailed,
+                          casadm_output.parse_list, 'id,type\n1,2\n')
 
     def test_find_core_is_exact_not_substring(self):
-        caches = casadm.parse_list(base.list_csv(
+        caches = casadm_output.parse_list(base.list_csv(
             'cache,1,/dev/nvme0n1p1,Running,wt,-',
             'core,1,/dev/disk/by-id/rbd-volumes-volume-10,Active,-,'
             '/dev/cas1-1'))
@@ -63,20 +65,21 @@ class ParseListTestCase(base.TestCase):
 class ParseStatsTestCase(base.TestCase):
 
     def test_core_stats_by_name(self):
-        stats = casadm.parse_stats(base.sample('stats_P_core_csv_HEAD.txt'))
+        stats = casadm_output.parse_stats(
+            base.sample('stats_P_core_csv_HEAD.txt'))
         self.assertEqual('400', stats['Dirty [4KiB Blocks]'])
         self.assertEqual('/dev/cas1-1', stats['Exported Object'])
         self.assertEqual('Cache clean', stats['Dirty for'])
 
     def test_quoted_values_with_commas(self):
         text = 'Core Id,Core Device,Dirty [4KiB Blocks]\n1,"/dev/a,b",7\n'
-        stats = casadm.parse_stats(text)
+        stats = casadm_output.parse_stats(text)
         self.assertEqual('/dev/a,b', stats['Core Device'])
         self.assertEqual('7', stats['Dirty [4KiB Blocks]'])
 
     def test_two_value_lines_is_an_error(self):
-        self.assertRaises(exception.CasadmCommandFailed, casadm.parse_stats,
-                          'a,b\n1,2\n3,4\n')
+        self.assertRaises(exception.CasadmCommandFailed,
+                          casadm_output.parse_stats, 'a,b\n1,2\n3,4\n')
 
 
 @ddt.ddt
@@ -172,8 +175,8 @@ class CasadmCallsTestCase(base.TestCase):
 
     def test_remove_core_never_forced(self):
         self.fake.reply('--remove-core', (0, '', ''))
-        self.casadm.remove_core(casadm.Core(1, 4, '/dev/disk/by-id/x',
-                                            'Active', '/dev/cas1-4'))
+        self.casadm.remove_core(casadm_output.Core(1, 4, '/dev/disk/by-id/x',
+                                                   'Active', '/dev/cas1-4'))
         self.assertEqual([['--remove-core', '--cache-id', '1', '--core-id',
                            '4']], self.fake.calls)
 
@@ -184,7 +187,8 @@ class CasadmCallsTestCase(base.TestCase):
                    '1\nDevice opens or mount are pending to this cache\n'))
         exc = self.assertRaises(
             exception.DeviceBusy, self.casadm.remove_core,
-            casadm.Core(1, 4, '/dev/disk/by-id/x', 'Active', '/dev/cas1-4'))
+            casadm_output.Core(1, 4, '/dev/disk/by-id/x', 'Active',
+                               '/dev/cas1-4'))
         self.assertIn('/dev/cas1-4', str(exc))
         self.assertEqual(casadm.REMOVE_ATTEMPTS,
                          len(self.fake.argv_of('--remove-core')))
@@ -230,8 +234,8 @@ class CasadmCallsTestCase(base.TestCase):
         proc.communicate.side_effect = [
             subprocess.TimeoutExpired('casadm', 10), ('', '')]
         self.assertRaises(exception.CasadmTimedOut, self.casadm.remove_core,
-                          casadm.Core(1, 4, '/dev/disk/by-id/x', 'Active',
-                                      '/dev/cas1-4'))
+                          casadm_output.Core(1, 4, '/dev/disk/by-id/x',
+                                             'Active', '/dev/cas1-4'))
         proc.send_signal.assert_called_once_with(signal.SIGINT)
         proc.kill.assert_called_once_with()
 
@@ -250,7 +254,8 @@ class CasadmCallsTestCase(base.TestCase):
     def test_stats_and_dirty(self):
         self.fake.reply('--stats', (0, base.sample(
             'stats_P_core_csv_HEAD.txt'), ''))
-        core = casadm.Core(1, 1, '/dev/disk/by-id/x', 'Active', '/dev/cas1-1')
+        core = casadm_output.Core(1, 1, '/dev/disk/by-id/x', 'Active',
+                                  '/dev/cas1-1')
         self.assertEqual(400, self.casadm.dirty_blocks(core))
         self.assertEqual([['--stats', '--cache-id', '1', '--core-id', '1',
                            '--output-format', 'csv', '--by-id-path']],
@@ -305,7 +310,7 @@ class BusyRetryTestCase(base.TestCase):
                            'instance 1\nDevice opens or mount are pending '
                            'to this cache\n'), (0, '', '')]
         self.fake.reply('--remove-core', lambda argv: replies.pop(0))
-        casadm.Casadm().remove_core(casadm.Core(
+        casadm.Casadm().remove_core(casadm_output.Core(
             1, 4, '/dev/disk/by-id/x', 'Active', '/dev/cas1-4'))
         self.assertEqual(2, len(self.fake.argv_of('--remove-core')))
 

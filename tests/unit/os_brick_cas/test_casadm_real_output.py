@@ -17,6 +17,8 @@ from unittest import mock
 import testtools
 
 from os_brick_cas import casadm
+
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas.privileged import casadm as priv_casadm
 from tests.functional.simulator import real_samples
 
@@ -29,35 +31,37 @@ class RealOutputTestCase(testtools.TestCase):
 
     def test_cache_clean_with_dirty_blocks_is_dirty(self):
         # the first second of dirty data: "Dirty for" reads "Cache clean"
-        stats = casadm.parse_stats(stdout(real_samples.CORE_STATS))
+        stats = casadm_output.parse_stats(stdout(real_samples.CORE_STATS))
         self.assertEqual('2', stats['Dirty for [s]'])
-        cache_stats = casadm.parse_stats(stdout(real_samples.CACHE_STATS))
+        cache_stats = casadm_output.parse_stats(
+            stdout(real_samples.CACHE_STATS))
         self.assertEqual(('0', 'Cache clean', '1024'), (
             cache_stats['Dirty for [s]'], cache_stats['Dirty for'],
-            cache_stats[casadm.DIRTY_BLOCKS]))
-        core = casadm.Core(1, 1, '/dev/disk/by-id/x', 'Active', None)
+            cache_stats[casadm_output.DIRTY_BLOCKS]))
+        core = casadm_output.Core(1, 1, '/dev/disk/by-id/x', 'Active', None)
         with mock.patch.object(priv_casadm, 'stats',
                                return_value=(0, stdout(
                                    real_samples.CACHE_STATS), '')):
             self.assertEqual(1024, casadm.Casadm().dirty_blocks(core))
 
     def test_list_forms(self):
-        [cache] = casadm.parse_list(stdout('041-casadm-L-csv-b.txt'))
+        [cache] = casadm_output.parse_list(stdout('041-casadm-L-csv-b.txt'))
         self.assertEqual([('/dev/disk/by-id/rbd-cas-e1bc46253e2c45a9a5413d8'
                            'aa4ee3cf9-rbd--vol1', 'Active', '/dev/cas1-1')],
                          [(c.device, c.status, c.exported)
                           for c in cache.cores])
-        self.assertEqual([], casadm.parse_list(stdout(
+        self.assertEqual([], casadm_output.parse_list(stdout(
             '114-casadm-L-csv-core-pool.txt')))
         self.assertEqual(['/dev/disk/by-id/rbd-cas-e1bc46253e2c45a9a5413d8aa4'
-                          'ee3cf9-rbd--vol1'], casadm.parse_core_pool(stdout(
-                              '114-casadm-L-csv-core-pool.txt')))
-        self.assertEqual([], casadm.parse_core_pool(stdout(
+                          'ee3cf9-rbd--vol1'],
+                         casadm_output.parse_core_pool(stdout(
+                             '114-casadm-L-csv-core-pool.txt')))
+        self.assertEqual([], casadm_output.parse_core_pool(stdout(
             '041-casadm-L-csv-b.txt')))
-        self.assertEqual([], casadm.parse_core_pool(stdout(
+        self.assertEqual([], casadm_output.parse_core_pool(stdout(
             '116-casadm-L-csv-final.txt')))
 
     def test_io_class_allocations(self):
-        table = casadm.parse_io_classes(stdout('056-casadm-C-L.txt'))
+        table = casadm_output.parse_io_classes(stdout('056-casadm-C-L.txt'))
         self.assertEqual([(0, 1.0), (1, 0.0)],
                          [(c.class_id, c.allocation) for c in table])

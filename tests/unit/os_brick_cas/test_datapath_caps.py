@@ -27,8 +27,8 @@ import os
 import fixtures
 import testtools
 
+from cas_standin.datapath import engine as eng
 from os_brick_cas import share_usage
-from os_brick_cas.simulator.datapath import engine as eng
 
 LINE = eng.LINE
 LINES = 20

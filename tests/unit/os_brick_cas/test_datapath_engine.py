@@ -17,7 +17,7 @@ import os
 import fixtures
 import testtools
 
-from os_brick_cas.simulator.datapath import engine as eng
+from cas_standin.datapath import engine as eng
 
 LINE = eng.LINE
 

@@ -13,8 +13,10 @@
 """drain.unsupported_reason() and the manager's refusals (casadm faked)."""
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import drain
 from os_brick_cas import exception
+from os_brick_cas.opencas import casadm_output
 from tests.unit.os_brick_cas import base
 
 HEADER = 'IO class id,IO class name,Eviction priority,Allocation\n'
@@ -33,11 +35,11 @@ def table(*core_ids: int) -> tuple[int, str, str]:
 
 
 def instance(core_ids, status: str = 'Running'
-             ) -> casadm_mod.CacheInstance:
-    return casadm_mod.CacheInstance(
+             ) -> casadm_output.CacheInstance:
+    return casadm_output.CacheInstance(
         cache_id=2, device='/dev/nvme0n1p2', status=status, mode='wb',
-        cores=tuple(casadm_mod.Core(2, n, '/dev/disk/by-id/rbd-v-%d' % n,
-                                    'Active', '/dev/cas2-%d' % n)
+        cores=tuple(casadm_output.Core(2, n, '/dev/disk/by-id/rbd-v-%d' % n,
+                                       'Active', '/dev/cas2-%d' % n)
                     for n in core_ids))
 
 

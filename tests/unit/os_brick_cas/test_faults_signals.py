@@ -19,7 +19,7 @@ import time
 
 import testtools
 
-_PLAY = ('from os_brick_cas.simulator import faults; import sys; '
+_PLAY = ('from cas_standin import faults; import sys; '
          'print("ready", flush=True); '
          'sys.exit(faults.play({"verb": sys.argv[1], "hang": 20, '
          '"stdout": "", "stderr": "", "exit_code": 0}))')

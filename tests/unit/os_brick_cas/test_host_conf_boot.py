@@ -21,8 +21,8 @@ from oslo_config import fixture as config_fixture
 import testtools
 
 from os_brick_cas import exception
-from os_brick_cas import hostprep_boot
-from os_brick_cas import opencas_conf
+from os_brick_cas.host import boot
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import opts
 from tests import casctl_conf_checker as checker
 
@@ -106,7 +106,7 @@ class BootOrderTestCase(testtools.TestCase):
 
     def levels(self) -> dict[str, str]:
         return {message: level
-                for level, message in hostprep_boot.findings()}
+                for level, message in boot.findings()}
 
     def test_missing_dropin_warns_and_the_shipped_one_passes(self):
         [(message, level)] = [item for item in self.levels().items()

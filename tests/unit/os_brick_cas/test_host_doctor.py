@@ -13,7 +13,7 @@
 """doctor's host hook: casadm and the module must be of one release."""
 
 from os_brick_cas import casadm
-from os_brick_cas import releases
+from os_brick_cas.opencas import releases
 from tests.unit.os_brick_cas import base
 
 

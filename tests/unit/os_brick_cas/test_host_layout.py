@@ -17,8 +17,8 @@ import os
 import testtools
 
 from os_brick_cas import exception
-from os_brick_cas import host_layout
-from os_brick_cas import host_layout_params as params
+from os_brick_cas.host import layout_file
+from os_brick_cas.opencas import casadm_params as params
 
 SAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'etc',
                       'host-layout.yaml.sample')
@@ -26,13 +26,13 @@ BY_ID = '/dev/disk/by-id/nvme-SSD_1234'
 V24_9, V25_3, V25_12, V26_3 = (24, 9), (25, 3), (25, 12), (26, 3)
 
 
-def layout(*instances: str, top: str = '') -> host_layout.HostLayout:
+def layout(*instances: str, top: str = '') -> layout_file.HostLayout:
     text = top + 'instances:\n' + ''.join(
         '  - %s\n' % instance for instance in instances)
-    return host_layout.parse(text, 'test.yaml')
+    return layout_file.parse(text, 'test.yaml')
 
 
-def values(instance: host_layout.InstanceLayout, release) -> dict:
+def values(instance: layout_file.InstanceLayout, release) -> dict:
     return {(s.param.namespace, s.param.option): s.value
             for s in instance.settings(release)}
 
@@ -45,7 +45,7 @@ class ValidationTestCase(testtools.TestCase):
         return str(exc)
 
     def test_the_shipped_sample_is_valid(self):
-        sample = host_layout.load(SAMPLE)
+        sample = layout_file.load(SAMPLE)
         self.assertEqual([(1, 'wt'), (2, 'wb')],
                          [(i.cache_id, i.mode.value)
                           for i in sample.instances])
@@ -97,14 +97,14 @@ class ValidationTestCase(testtools.TestCase):
     def test_document_level_problems(self):
         self.assertIn('instances: must be a non-empty list',
                       str(self.assertRaises(exception.HostLayoutInvalid,
-                                            host_layout.parse, 'version: 1')))
+                                            layout_file.parse, 'version: 1')))
         self.assertIn('not YAML', str(self.assertRaises(
-            exception.HostLayoutInvalid, host_layout.parse, 'a: [')))
+            exception.HostLayoutInvalid, layout_file.parse, 'a: [')))
         self.assertIn('flush_rate_mib_s: must be a positive number',
                       self.problems('{id: 1, mode: wt, device: /dev/ram0}',
                                     top='flush_rate_mib_s: 0\n'))
         self.assertIn('cannot read it', str(self.assertRaises(
-            exception.HostLayoutInvalid, host_layout.load, '/nonexistent')))
+            exception.HostLayoutInvalid, layout_file.load, '/nonexistent')))
 
     def test_ram_disks_are_accepted_for_ci(self):
         found = layout('{id: 1, mode: wb, device: /dev/ram0}')
@@ -171,8 +171,8 @@ class DefaultsTestCase(testtools.TestCase):
             ('cleaning-alru', 'dirty-ratio-threshold')])
 
     def test_every_default_is_within_casadm_range(self):
-        for defaults in (host_layout.DIRTY_DEFAULTS,
-                         host_layout.CLEAN_DEFAULTS):
+        for defaults in (layout_file.DIRTY_DEFAULTS,
+                         layout_file.CLEAN_DEFAULTS):
             for section, fields in defaults.items():
                 policy = fields['policy']
                 namespace = params.namespace_of_policy(section, policy)

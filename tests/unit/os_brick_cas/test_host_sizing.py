@@ -17,7 +17,7 @@ import os
 import fixtures
 import testtools
 
-from os_brick_cas import host_layout_sizing as sizing
+from os_brick_cas.host import sizing
 
 GIB, MIB = 2 ** 30, 2 ** 20
 

@@ -17,15 +17,15 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import drain
 from os_brick_cas import io_class_table as tables
+from os_brick_cas.opencas import casadm_output
 
 Entry = tables.Entry
 
 
 def row(class_id, name, priority, allocation):
-    return casadm_mod.IoClass(class_id, name, priority, allocation)
+    return casadm_output.IoClass(class_id, name, priority, allocation)
 
 
 class ComposeTestCase(testtools.TestCase):

@@ -17,7 +17,7 @@ import sys
 from unittest import mock
 
 from os_brick_cas import exception
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas.privileged import devices as priv_devices
 from tests import casctl_conf_checker as checker
 from tests.unit.os_brick_cas import base

@@ -15,10 +15,11 @@ import os
 
 import fixtures
 
-from os_brick_cas import casadm
+
 from os_brick_cas import exception
-from os_brick_cas import known_defects
 from os_brick_cas import modes
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import known_defects
 from os_brick_cas import opts
 from os_brick_cas import policy
 from tests.unit.os_brick_cas import base
@@ -29,9 +30,9 @@ WO = modes.CacheMode.WRITE_ONLY
 PT = modes.CacheMode.PASS_THROUGH
 
 
-def host(*caches: tuple[int, str, str]) -> list[casadm.CacheInstance]:
-    return [casadm.CacheInstance(cache_id, '/dev/nvme0n1p%d' % cache_id,
-                                 status, mode)
+def host(*caches: tuple[int, str, str]) -> list[casadm_output.CacheInstance]:
+    return [casadm_output.CacheInstance(cache_id, '/dev/nvme0n1p%d' % cache_id,
+                                        status, mode)
             for cache_id, mode, status in caches]
 
 

@@ -14,7 +14,7 @@
 
 import testtools
 
-from os_brick_cas import releases
+from os_brick_cas.opencas import releases
 
 
 class CheckKernelTestCase(testtools.TestCase):

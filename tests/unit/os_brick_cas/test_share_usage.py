@@ -14,9 +14,9 @@
 
 import testtools
 
-from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
 from os_brick_cas import io_class_table as tables
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import share_usage
 
 Entry = tables.Entry
@@ -34,7 +34,7 @@ CLASS_STATS = (
 
 
 def row(class_id, name, priority, allocation):
-    return casadm_mod.IoClass(class_id, name, priority, allocation)
+    return casadm_output.IoClass(class_id, name, priority, allocation)
 
 
 class ExpectedTestCase(testtools.TestCase):
@@ -77,14 +77,14 @@ class IoClassStatsTestCase(testtools.TestCase):
 
     def test_one_record_per_class_by_column_name(self):
         self.assertEqual(
-            [casadm_mod.IoClassUsage(0, 'unclassified', 65, 1000, 100, 0),
-             casadm_mod.IoClassUsage(1, 'core_id:eq:4&done', 25, 2048, 48,
-                                     31)],
-            casadm_mod.parse_io_class_stats(CLASS_STATS))
+            [casadm_output.IoClassUsage(0, 'unclassified', 65, 1000, 100, 0),
+             casadm_output.IoClassUsage(1, 'core_id:eq:4&done', 25, 2048, 48,
+                                        31)],
+            casadm_output.parse_io_class_stats(CLASS_STATS))
 
     def test_output_without_the_columns_is_an_error(self):
         self.assertRaises(exception.CasadmCommandFailed,
-                          casadm_mod.parse_io_class_stats,
+                          casadm_output.parse_io_class_stats,
                           'Cache Id,Occupancy [4KiB Blocks]\n1,5\n')
 
 

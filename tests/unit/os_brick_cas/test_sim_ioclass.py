@@ -14,7 +14,7 @@
 
 import testtools
 
-from os_brick_cas.simulator import ioclass
+from cas_standin import ioclass
 
 HEADER = 'IO class id,IO class name,Eviction priority,Allocation'
 

@@ -14,8 +14,8 @@
 
 import testtools
 
-from os_brick_cas.simulator import releases
-from os_brick_cas.simulator import stats
+from cas_standin import releases
+from cas_standin import stats
 from tests.functional.simulator import real_samples
 
 DEFERRED = ['Read deferred [Requests]', 'Read deferred [%]',

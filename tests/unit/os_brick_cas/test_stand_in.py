@@ -22,13 +22,13 @@ import stat
 
 import fixtures
 
+from cas_standin import casadm as sim_casadm
+from cas_standin import state as sim_state
 from os_brick_cas import casadm
 from os_brick_cas.cmd import checks
 from os_brick_cas.cmd.checks import host as host_checks
 from os_brick_cas.cmd import config
-from os_brick_cas.simulator import casadm as sim_casadm
-from os_brick_cas.simulator import state as sim_state
-from os_brick_cas import stand_in
+from os_brick_cas.opencas import stand_in
 from tests.functional.simulator import real_samples
 from tests.unit.os_brick_cas import base
 

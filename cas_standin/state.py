@@ -39,7 +39,7 @@ def new_state(caches: dict[int, str]) -> dict[str, Any]:
         'latency_ms': 0,
         'flush_ms_per_block': 0,
         'udev_by_id': False,
-        # Open CAS's udev loader try-adds listed cores (simulator/udev.py)
+        # Open CAS's udev loader try-adds listed cores (cas_standin/udev.py)
         'udev_loader': False,
         # release casadm -V reports (None: casadm.VERSION)
         'version': None,

@@ -23,7 +23,7 @@ import os
 import subprocess
 import time
 
-from os_brick_cas.simulator import ceph_cluster
+from cas_standin import ceph_cluster
 
 CONF_FILE = 'ceph.conf.path'
 

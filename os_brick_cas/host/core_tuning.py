@@ -29,23 +29,25 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import exception
-from os_brick_cas import host_layout
-from os_brick_cas import host_layout_params as params
+from os_brick_cas.host import layout_file
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import casadm_params as params
 from os_brick_cas import opts
 
 LOG = logging.getLogger(__name__)
 
 
 def _instance_layout(cache_id: int, conf: cfg.ConfigOpts
-                     ) -> Optional[host_layout.InstanceLayout]:
+                     ) -> Optional[layout_file.InstanceLayout]:
     path = conf[opts.GROUP].host_layout
     if not os.path.exists(path):
         LOG.debug('No host layout at %s: new cores keep Open CAS defaults.',
                   path)
         return None
     try:
-        layout = host_layout.load(path)
+        layout = layout_file.load(path)
     except exception.HostLayoutInvalid as exc:
         LOG.warning('%s New cores keep Open CAS defaults until it is fixed '
                     '("os-brick-cas host check" then shows the drift).', exc)
@@ -68,7 +70,7 @@ def new_core_values(cache_id: int, conf: cfg.ConfigOpts = cfg.CONF
             if setting.value != setting.param.default]
 
 
-def tune_new_core(casadm: casadm_mod.Casadm, core: casadm_mod.Core,
+def tune_new_core(casadm: casadm_mod.Casadm, core: casadm_output.Core,
                   conf: cfg.ConfigOpts = cfg.CONF) -> None:
     """Give *core*, just added, the layout's sequential cut-off."""
     values = new_core_values(core.cache_id, conf)

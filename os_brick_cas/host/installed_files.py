@@ -35,9 +35,10 @@ DIST = 'os-brick-cas'
 SHARE = os.path.join('share', 'os-brick-cas', 'etc')
 NAMER = 'os-brick-cas-rbd-namer'
 CLI = 'os-brick-cas'
-#: the source tree (a checkout run without installing): etc/ beside it
-TREE = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'etc')
+#: the source tree (a checkout run without installing): etc/ beside the
+#: os_brick_cas package, two levels above this module
+TREE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'etc')
 
 UDEV_RULE = 'udev-rule'
 ROOTWRAP_FILTER = 'rootwrap-filter'

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from os_brick_cas.simulator.datapath import engine as eng
+from cas_standin.datapath import engine as eng
 
 START_TIMEOUT = 10
 
@@ -63,7 +63,7 @@ def start(directory: str, mode: str, lines: int) -> None:
     mnt = mountpoint(directory)
     os.makedirs(mnt, exist_ok=True)
     argv = [sys.executable, '-m',
-            'os_brick_cas.simulator.datapath.fuse_server',
+            'cas_standin.datapath.fuse_server',
             '--cache-file', cache_file(directory), '--mountpoint', mnt,
             '--mode', mode, '--lines', str(lines)] + (
                 ['--load'] if load else [])

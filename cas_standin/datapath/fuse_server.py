@@ -15,7 +15,7 @@
 The mount holds ``core-<id>`` per attached core (the exported object's
 bytes, through the engine), ``ctl`` (write a command to act, see
 :meth:`CacheFS._control`) and ``stats`` (read: the engine's counters as
-JSON). Run as ``python -m os_brick_cas.simulator.datapath.fuse_server``;
+JSON). Run as ``python -m cas_standin.datapath.fuse_server``;
 the process ends on unmount, leaving dirty lines in the cache file (what a
 reboot does).
 """
@@ -28,7 +28,7 @@ import stat
 
 import mfusepy
 
-from os_brick_cas.simulator.datapath import engine as eng
+from cas_standin.datapath import engine as eng
 
 
 def device_size(path: str) -> int:

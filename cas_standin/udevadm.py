@@ -20,8 +20,8 @@ at once. The call is logged, so tests see when the product waited.
 import sys
 from typing import Optional
 
-from os_brick_cas.simulator import state as state_mod
-from os_brick_cas.simulator.state import Reply
+from cas_standin import state as state_mod
+from cas_standin.state import Reply
 
 
 def run(state_dir: str, argv: list[str]) -> tuple[str, Reply]:

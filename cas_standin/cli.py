@@ -25,10 +25,10 @@ import json
 import sys
 from typing import Optional
 
-from os_brick_cas.simulator import host
-from os_brick_cas.simulator import module as sim_module
-from os_brick_cas.simulator import releases
-from os_brick_cas.simulator import state as state_mod
+from cas_standin import host
+from cas_standin import module as sim_module
+from cas_standin import releases
+from cas_standin import state as state_mod
 
 
 def _cache_pair(text: str) -> tuple[int, str]:

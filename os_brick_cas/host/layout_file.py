@@ -26,8 +26,8 @@ from typing import Any, Optional
 import yaml
 
 from os_brick_cas import exception
-from os_brick_cas import host_layout_params as params
 from os_brick_cas import modes
+from os_brick_cas.opencas import casadm_params as params
 from os_brick_cas import validation
 
 P = params

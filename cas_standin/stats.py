@@ -20,7 +20,7 @@ simulated state and every column not tracked here is zero.
 import time
 from typing import Any, Optional
 
-from os_brick_cas.simulator import releases
+from cas_standin import releases
 
 BLOCKS = '4KiB Blocks'
 REQUESTS = 'Requests'

@@ -19,7 +19,7 @@ would make (/dev/rbd/<pool>/[<namespace>/]<image>, and the os-brick-cas
 by-id link when the host has the os-brick-cas udev rule). With the "file"
 backend /dev/rbdN is a sparse file; with the "ceph" backend it is a block
 node aliasing a loop device over the real image
-(:mod:`os_brick_cas.simulator.rbd_ceph`).
+(:mod:`cas_standin.rbd_ceph`).
 """
 
 import functools
@@ -31,12 +31,12 @@ import sys
 import time
 from typing import Any, Optional
 
+from cas_standin import casadm
+from cas_standin import devices
+from cas_standin import faults
+from cas_standin import state as state_mod
+from cas_standin import udev
 from os_brick_cas import rbd_names
-from os_brick_cas.simulator import casadm
-from os_brick_cas.simulator import devices
-from os_brick_cas.simulator import faults
-from os_brick_cas.simulator import state as state_mod
-from os_brick_cas.simulator import udev
 
 # options that take a value and are accepted (and ignored) like the real CLI
 _IGNORED_VALUE_OPTS = {'--id', '--user', '--mon_host', '-m', '--conf', '-c',
@@ -132,7 +132,7 @@ def _size_bytes(raw: str) -> int:
 
 def _backend(state: dict[str, Any]):
     if state['rbd_backend'] == 'ceph':
-        from os_brick_cas.simulator import rbd_ceph
+        from cas_standin import rbd_ceph
         return rbd_ceph
     return None
 

@@ -30,7 +30,7 @@ import uuid
 import fixtures
 import tenacity
 
-from os_brick_cas.simulator import state as state_mod
+from cas_standin import state as state_mod
 
 #: seconds one Ceph command may take; a TCG guest on a loaded machine
 #: needs more than the 60 s enough elsewhere (tools/kernel/guest.sh sets it)

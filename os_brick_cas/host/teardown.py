@@ -27,9 +27,10 @@ from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
 from os_brick_cas import exception
-from os_brick_cas import host_layout
+from os_brick_cas.host import layout_file
 from os_brick_cas import labels
 from os_brick_cas import modes
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas.privileged import devices as priv_devices
 
 #: outcomes of one instance
@@ -59,7 +60,7 @@ class Outcome:
 
 
 def _running(casadm: casadm_mod.Casadm
-             ) -> dict[int, casadm_mod.CacheInstance]:
+             ) -> dict[int, casadm_output.CacheInstance]:
     """Running instances by id; none where Open CAS is not usable."""
     try:
         return {cache.cache_id: cache for cache in casadm.list_caches()}
@@ -67,8 +68,8 @@ def _running(casadm: casadm_mod.Casadm
         return {}
 
 
-def _holds_dirty_data(layout: host_layout.InstanceLayout,
-                      cache: casadm_mod.CacheInstance) -> bool:
+def _holds_dirty_data(layout: layout_file.InstanceLayout,
+                      cache: casadm_output.CacheInstance) -> bool:
     """Whether the layout's or the running mode can hold dirty data."""
     if layout.mode.holds_dirty_data:
         return True
@@ -88,8 +89,8 @@ def _flush_refusal(cache_id: int, mode: str, error: Exception) -> str:
 
 
 def _stop_one(casadm: casadm_mod.Casadm,
-              layout: host_layout.InstanceLayout,
-              cache: casadm_mod.CacheInstance, flush_timeout: int
+              layout: layout_file.InstanceLayout,
+              cache: casadm_output.CacheInstance, flush_timeout: int
               ) -> Outcome:
     cache_id, mode = layout.cache_id, cache.current_mode
     if _holds_dirty_data(layout, cache):
@@ -109,7 +110,7 @@ def _stop_one(casadm: casadm_mod.Casadm,
     return Outcome(cache_id, mode, STOPPED)
 
 
-def stop(casadm: casadm_mod.Casadm, layout: host_layout.HostLayout,
+def stop(casadm: casadm_mod.Casadm, layout: layout_file.HostLayout,
          flush_timeout: int) -> list[Outcome]:
     """Flush and stop every instance of *layout* that runs.
 
@@ -135,7 +136,7 @@ def stop(casadm: casadm_mod.Casadm, layout: host_layout.HostLayout,
 
 
 def _metadata_refusal(casadm: casadm_mod.Casadm,
-                      instance: host_layout.InstanceLayout
+                      instance: layout_file.InstanceLayout
                       ) -> Optional[str]:
     """Why *instance*'s device must be kept, or None if nothing is lost.
 
@@ -162,7 +163,7 @@ def _metadata_refusal(casadm: casadm_mod.Casadm,
             'shutdown, which may hold some): kept. %s' % (device, load))
 
 
-def forget(casadm: casadm_mod.Casadm, layout: host_layout.HostLayout
+def forget(casadm: casadm_mod.Casadm, layout: layout_file.HostLayout
            ) -> list[Outcome]:
     """Drop the opencas.conf rows of every layout instance that is done.
 

@@ -13,7 +13,7 @@
 """Stand-in casadm: runtime parameters, cache start/load, device check.
 
 ``-X/--set-param`` and ``-G/--get-param`` per namespace (the table of
-:mod:`os_brick_cas.host_layout_params`: names, ranges and defaults of OCF
+:mod:`os_brick_cas.opencas.casadm_params`: names, ranges and defaults of OCF
 and casadm v26.03.2; the ALRU dirty-ratio options exist only from v25.12,
 as in casadm), ``-S`` with a cache line size, refusing a device holding
 old metadata unless ``--force`` and loading it with ``-l`` (no id, mode or
@@ -24,9 +24,9 @@ Outputs follow casadm-samples/real-v26.03.2 (042-045, 082-084).
 
 from typing import Any, Optional
 
-from os_brick_cas import host_layout_params as table
-from os_brick_cas.simulator import faults
-from os_brick_cas.simulator import state as state_mod
+from cas_standin import faults
+from cas_standin import state as state_mod
+from os_brick_cas.opencas import casadm_params as table
 
 Reply = state_mod.Reply
 TRY_HELP = "Try `casadm --help | -H' for more information.\n"
@@ -53,7 +53,7 @@ def handles(argv: list[str]) -> bool:
 
 
 def _release(state: dict[str, Any]) -> tuple[int, int]:
-    from os_brick_cas.simulator import casadm
+    from cas_standin import casadm
     major, minor = (state.get('version') or casadm.VERSION).split('.')[:2]
     return int(major), int(minor)
 

@@ -27,16 +27,16 @@ import sys
 import time
 from typing import Any, Optional
 
-from os_brick_cas.simulator import datatrue
-from os_brick_cas.simulator import devices
-from os_brick_cas.simulator import faults
-from os_brick_cas.simulator import ioclass
-from os_brick_cas.simulator import params as sim_params
-from os_brick_cas.simulator import releases
-from os_brick_cas.simulator import state as state_mod
-from os_brick_cas.simulator import stats as stats_mod
-from os_brick_cas.simulator import udev
-from os_brick_cas import stand_in
+from cas_standin import datatrue
+from cas_standin import devices
+from cas_standin import faults
+from cas_standin import ioclass
+from cas_standin import params as sim_params
+from cas_standin import releases
+from cas_standin import state as state_mod
+from cas_standin import stats as stats_mod
+from cas_standin import udev
+from os_brick_cas.opencas import stand_in
 
 VERSION = releases.DEFAULT_VERSION
 LIST_HEADER = 'type,id,disk,status,write policy,device'

@@ -22,9 +22,9 @@ simulator answers, with the same front-end (casadm.py).
 import os
 from typing import Any, Optional
 
-from os_brick_cas.simulator.datapath import engine as eng
-from os_brick_cas.simulator.datapath import standin
-from os_brick_cas.simulator import devices
+from cas_standin.datapath import engine as eng
+from cas_standin.datapath import standin
+from cas_standin import devices
 
 StandInError = standin.StandInError
 

@@ -13,7 +13,7 @@
 """Bring the host's cache instances to the layout: plan, apply, check.
 
 The live host is read through casadm (``-L``, ``-P``, ``-G`` per
-parameter namespace) and compared with :mod:`os_brick_cas.host_layout`.
+parameter namespace) and compared with :mod:`os_brick_cas.host.layout_file`.
 What differs becomes :class:`Action` objects (start, load, set
 parameters, write opencas.conf rows) or a refusal: a device holding Open
 CAS metadata is never started over with ``--force``, a running instance
@@ -28,14 +28,16 @@ from typing import Callable, Optional
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import exception
-from os_brick_cas import host_layout
-from os_brick_cas import host_layout_params as params
-from os_brick_cas import host_layout_sizing as sizing
-from os_brick_cas import opencas_conf
+from os_brick_cas.host import layout_file
+from os_brick_cas.host import sizing
+from os_brick_cas.opencas import casadm_output
+from os_brick_cas.opencas import casadm_params as params
+from os_brick_cas.opencas import opencas_conf
+from os_brick_cas.opencas import releases
 from os_brick_cas import opts
 from os_brick_cas.privileged import devices as priv_devices
-from os_brick_cas import releases
 
 CONF = cfg.CONF
 BLOCK = 4096
@@ -75,8 +77,8 @@ class Drift:
 class InstanceState:
     """The layout of one instance next to what the host has."""
 
-    layout: host_layout.InstanceLayout
-    running: Optional[casadm_mod.CacheInstance]
+    layout: layout_file.InstanceLayout
+    running: Optional[casadm_output.CacheInstance]
     size_bytes: Optional[int]
     drifts: list[Drift] = dataclasses.field(default_factory=list)
     actions: list[Action] = dataclasses.field(default_factory=list)
@@ -86,11 +88,11 @@ class InstanceState:
 
 @dataclasses.dataclass
 class HostState:
-    layout: host_layout.HostLayout
+    layout: layout_file.HostLayout
     release: Optional[tuple[int, int]]
     cli_version: str
     instances: list[InstanceState]
-    unlisted: list[casadm_mod.CacheInstance]
+    unlisted: list[casadm_output.CacheInstance]
 
     @property
     def refusals(self) -> list[str]:
@@ -306,7 +308,7 @@ def read_release(casadm: casadm_mod.Casadm) -> tuple[Release, str]:
     return releases.major_minor(cli), cli
 
 
-def survey(casadm: casadm_mod.Casadm, layout: host_layout.HostLayout,
+def survey(casadm: casadm_mod.Casadm, layout: layout_file.HostLayout,
            conf: cfg.ConfigOpts = CONF, load_existing: bool = False
            ) -> HostState:
     """Compare the live host with *layout*; nothing is changed."""
@@ -340,7 +342,7 @@ def survey(casadm: casadm_mod.Casadm, layout: host_layout.HostLayout,
     return HostState(layout, release, cli, result, unlisted)
 
 
-def layout_only(layout: host_layout.HostLayout,
+def layout_only(layout: layout_file.HostLayout,
                 conf: cfg.ConfigOpts = CONF) -> HostState:
     """*layout* sized without casadm (before Open CAS is installed).
 
@@ -354,7 +356,7 @@ def layout_only(layout: host_layout.HostLayout,
     return HostState(layout, None, '', items, [])
 
 
-def cache_rows(layout: host_layout.HostLayout
+def cache_rows(layout: layout_file.HostLayout
                ) -> list[opencas_conf.CacheRow]:
     """The ``[caches]`` rows the layout asks for (casctl's own fields)."""
     rows = []
@@ -369,7 +371,7 @@ def cache_rows(layout: host_layout.HostLayout
     return rows
 
 
-def conf_would_change(layout: host_layout.HostLayout, path: str
+def conf_would_change(layout: layout_file.HostLayout, path: str
                       ) -> Optional[bool]:
     """Whether ``apply`` would rewrite opencas.conf (None: unreadable)."""
     try:
@@ -382,7 +384,7 @@ def conf_would_change(layout: host_layout.HostLayout, path: str
     return opencas_conf.rewrite_caches(text, cache_rows(layout)) != text
 
 
-def write_conf(layout: host_layout.HostLayout) -> bool:
+def write_conf(layout: layout_file.HostLayout) -> bool:
     """Write the layout's ``[caches]`` rows (privileged); True if changed."""
     return priv_devices.record_caches(
         [[row.cache_id, row.device, row.mode, [list(e) for e in row.extra]]

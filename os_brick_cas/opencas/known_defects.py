@@ -41,8 +41,8 @@ from typing import Optional
 from oslo_config import cfg
 
 from os_brick_cas import modes
+from os_brick_cas.opencas import releases
 from os_brick_cas import opts
-from os_brick_cas import releases
 
 VERSION_FILE = 'sys/module/cas_cache/version'
 SRCVERSION_FILE = 'sys/module/cas_cache/srcversion'

@@ -26,23 +26,26 @@ import sysconfig
 import time
 from typing import Any, Iterable, Optional
 
-from os_brick_cas import opencas_conf
-from os_brick_cas.simulator import datatrue
-from os_brick_cas.simulator import devices
-from os_brick_cas.simulator import faults
-from os_brick_cas.simulator import rbd
-from os_brick_cas.simulator import releases
-from os_brick_cas.simulator import state as state_mod
+from cas_standin import datatrue
+from cas_standin import devices
+from cas_standin import faults
+from cas_standin import rbd
+from cas_standin import releases
+from cas_standin import state as state_mod
+from os_brick_cas.opencas import opencas_conf
 
-TOOLS = {'casadm': 'os_brick_cas.simulator.casadm',
-         'rbd': 'os_brick_cas.simulator.rbd',
-         'udevadm': 'os_brick_cas.simulator.udevadm'}
+TOOLS = {'casadm': 'cas_standin.casadm',
+         'rbd': 'cas_standin.rbd',
+         'udevadm': 'cas_standin.udevadm'}
 #: the loaded module's MODULE_VERSION, under :attr:`host_root`
 MODULE_VERSION_FILE = 'sys/module/cas_cache/version'
 
 
 def _stand_in_pythonpath() -> str:
-    """Where the stand-ins find os_brick_cas and their few dependencies.
+    """Where the stand-ins find cas_standin, os_brick_cas and dependencies.
+
+    cas_standin imports the facts of os_brick_cas.opencas (and rbd_names)
+    and nothing else of os_brick_cas.
 
     They start with ``python -S`` (no site initialisation of a venv full
     of OpenStack packages) and keep their bytecode in the state directory
@@ -50,8 +53,8 @@ def _stand_in_pythonpath() -> str:
     on the 2-vCPU CI machine. Stand-in start-up, not the product, is what
     the concurrency benchmark mostly measures.
     """
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
+    package_root = os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))
     paths = sysconfig.get_paths()
     return os.pathsep.join(dict.fromkeys(
         [package_root, paths['purelib'], paths['platlib']]))
@@ -132,7 +135,7 @@ class SimulatedHostControl(object):
 
         krbd's sysfs then reports that cluster's fsid.
         """
-        from os_brick_cas.simulator import rbd_ceph
+        from cas_standin import rbd_ceph
         rbd_ceph.set_conf(self.state_dir, ceph_conf)
         parser = configparser.ConfigParser()
         parser.read(ceph_conf)
@@ -289,7 +292,7 @@ class SimulatedHostControl(object):
                     datatrue.destroy_cache_file(self.state_dir, cache_id)
             backend = None
             if state['rbd_backend'] == 'ceph':
-                from os_brick_cas.simulator import rbd_ceph as backend
+                from cas_standin import rbd_ceph as backend
             for mapping in state['mappings'].values():
                 if backend and mapping.get('loop'):
                     pool, image = mapping['image'].split('/', 1)
@@ -355,7 +358,7 @@ class SimulatedHostControl(object):
                 if datatrue.enabled(state):
                     datatrue.stop_all(self.state_dir, state)
                 if state['rbd_backend'] == 'ceph':
-                    from os_brick_cas.simulator import rbd_ceph
+                    from cas_standin import rbd_ceph
                     for mapping in state['mappings'].values():
                         pool, image = mapping['image'].split('/', 1)
                         if mapping.get('loop'):

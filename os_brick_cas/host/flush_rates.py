@@ -31,9 +31,11 @@ from typing import Optional
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
+
 from os_brick_cas import exception
-from os_brick_cas import host_layout_sizing as sizing
-from os_brick_cas import hostprep
+from os_brick_cas.host import prep
+from os_brick_cas.host import sizing
+from os_brick_cas.opencas import casadm_output
 from os_brick_cas import opts
 from os_brick_cas import shared_files
 
@@ -121,8 +123,8 @@ def measure_flush(casadm: casadm_mod.Casadm, cache_id: int,
     some dirty data to time, so run it while guests write.
     """
     stats = casadm.stats(cache_id)
-    dirty = int(float(stats.get(casadm_mod.DIRTY_BLOCKS, '0') or 0))
-    dirty_bytes = dirty * hostprep.BLOCK
+    dirty = int(float(stats.get(casadm_output.DIRTY_BLOCKS, '0') or 0))
+    dirty_bytes = dirty * prep.BLOCK
     if dirty_bytes < MIN_MEASURED_BYTES:
         raise exception.CasError(
             message='instance %d holds %s of dirty data, too little to time '
@@ -141,12 +143,12 @@ def measure_flush(casadm: casadm_mod.Casadm, cache_id: int,
 
 
 def _cache_bytes(casadm: casadm_mod.Casadm,
-                 item: hostprep.InstanceState) -> Optional[int]:
+                 item: prep.InstanceState) -> Optional[int]:
     if item.running is not None:
         try:
             blocks = casadm.stats(item.running.cache_id).get(
                 'Cache Size [4KiB Blocks]', '')
-            return int(float(blocks)) * hostprep.BLOCK
+            return int(float(blocks)) * prep.BLOCK
         except (exception.CasError, ValueError):
             pass
     if item.size_bytes is None:
@@ -154,7 +156,7 @@ def _cache_bytes(casadm: casadm_mod.Casadm,
     return item.size_bytes - (item.metadata_bytes or 0)
 
 
-def predict(casadm: casadm_mod.Casadm, state: hostprep.HostState,
+def predict(casadm: casadm_mod.Casadm, state: prep.HostState,
             conf: cfg.ConfigOpts = CONF) -> list[Prediction]:
     """Worst-case drain of every wb/wo instance of the layout."""
     measured = measured_rates(conf)

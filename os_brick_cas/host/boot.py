@@ -26,7 +26,7 @@ import os
 
 from oslo_config import cfg
 
-from os_brick_cas import opencas_conf
+from os_brick_cas.opencas import opencas_conf
 from os_brick_cas import opts
 
 CONF = cfg.CONF

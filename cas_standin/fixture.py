@@ -21,7 +21,7 @@ from typing import Optional
 
 import fixtures
 
-from os_brick_cas.simulator import host
+from cas_standin import host
 
 
 @functools.cache
