@@ -54,6 +54,10 @@ QUIET_SHARE, NOISY_SHARE = 40, 30
 SEED = 35
 #: occupancy samples of the noisy class while it reads
 SAMPLES = 12
+#: how far OCF's line count (its caps' base) may exceed casadm's "Cache
+#: Size" (measured on a 28 MiB brd cache, v26.03.2: 2269 blocks held
+#: under a 30 % share of 7264, 4.1 % over)
+CAP_SLACK = 0.05
 #: what the ratios must show (they are ratios of requests, not times,
 #: so host load does not move them; measured 0.00 and 1.00)
 WITHOUT_AT_MOST, WITH_AT_LEAST = 0.25, 0.90
@@ -99,6 +103,7 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
 
     def test_a_share_keeps_the_quiet_working_set(self) -> None:
         started = time.monotonic()
+        figure('run', time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
         cache_blocks = int(casadm.parse_stats(self.casadm_ok(
             '-P', '-i', str(CACHE_ID), '-o', 'csv'))[
                 'Cache Size [4KiB Blocks]'])
@@ -111,17 +116,25 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
 
         without, _ = self.quiet_hit_ratio(quiet, noisy, quiet_set,
                                           noisy_range, shares=False)
-        with_shares, peak = self.quiet_hit_ratio(quiet, noisy, quiet_set,
-                                                 noisy_range, shares=True)
+        with_shares, samples = self.quiet_hit_ratio(
+            quiet, noisy, quiet_set, noisy_range, shares=True)
 
-        # OCF's cap: ceil(share x lines / 100) lines of 4 KiB; the share
-        # itself is share x cache / 100, so the cap is at most one line
-        # (one 4 KiB block) over it
+        peak = max(samples)
+        # OCF's cap is ceil(share x lines / 100) of ITS line count
+        # (utils_user_part.h: ocf_user_part_get_max_size), which can be
+        # larger than the "Cache Size" casadm prints (that leaves out the
+        # lines OCF holds detached: ocf_cache.c, info->size); so the bound
+        # is the share of casadm's size plus CAP_SLACK, plus one line of
+        # rounding
         nominal = NOISY_SHARE * cache_blocks / 100
+        bound = nominal * (1 + CAP_SLACK) + LINE_BLOCKS
         figure('quiet-hit-ratio-without-shares', '%.3f' % without)
         figure('quiet-hit-ratio-with-shares', '%.3f' % with_shares)
+        figure('noisy-occupancy-samples-blocks',
+               ','.join(str(sample) for sample in samples))
         figure('noisy-peak-occupancy-blocks', str(peak))
         figure('noisy-share-blocks', '%.1f' % nominal)
+        figure('noisy-peak-over-share', '%.4f' % (peak / nominal))
         figure('test-seconds', '%.1f' % (time.monotonic() - started))
         self.assertLessEqual(without, WITHOUT_AT_MOST,
                              'without shares the noisy volume should push '
@@ -129,32 +142,39 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
         self.assertGreaterEqual(with_shares, WITH_AT_LEAST,
                                 'with shares the quiet working set should '
                                 'stay in the cache')
-        self.assertGreater(peak, nominal / 2,
-                           'the noisy volume should have filled its share')
-        self.assertLessEqual(peak, nominal + LINE_BLOCKS,
+        self.assertLessEqual(peak, bound,
                              'the noisy volume went over its %d%% share '
-                             '(%.1f blocks) by more than one cache line'
-                             % (NOISY_SHARE, nominal))
+                             '(%.1f blocks of %d) by more than OCF\'s '
+                             'rounding; samples: %s'
+                             % (NOISY_SHARE, nominal, cache_blocks, samples))
+        # it reached its cap and stayed there while it read on: the cap,
+        # not the range, is what bounds it
+        self.assertGreater(peak, nominal / 2)
+        self.assertEqual([peak] * 3, samples[-3:],
+                         'the noisy class never settled at its cap')
 
     def quiet_hit_ratio(self, quiet: str, noisy: str, quiet_set: int,
                         noisy_range: int, shares: bool
-                        ) -> tuple[float, Optional[int]]:
+                        ) -> tuple[float, list[int]]:
         """Warm, make noise, re-read: the quiet volume's hit ratio.
 
-        Also the noisy class's peak occupancy in blocks (None without
-        shares).
+        Also the noisy class's occupancy in blocks, sampled while it
+        reads (none without shares).
         """
         quiet_props = self.props(quiet, 'wt', **(
             {'cache_share': QUIET_SHARE} if shares else {}))
         noisy_props = self.props(noisy, 'wt', **(
             {'cache_share': NOISY_SHARE} if shares else {}))
+        label = 'with' if shares else 'without'
+        attaching = time.monotonic()
         quiet_info = self.connector.connect_volume(quiet_props)
         noisy_info = self.connector.connect_volume(noisy_props)
+        figure('attach-two-seconds-%s-shares' % label,
+               '%.1f' % (time.monotonic() - attaching))
         self.assertEqual(QUIET_SHARE if shares else None,
                          quiet_info.get('cache_share'))
         self.assertEqual(NOISY_SHARE if shares else None,
                          noisy_info.get('cache_share'))
-        label = 'with' if shares else 'without'
         noisy_class = self.class_of(noisy_info['path']) if shares else None
 
         quiet_reader = Reader(quiet_info['path'])
@@ -164,14 +184,14 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
         started = time.monotonic()
         for offset in shuffled(quiet_set, SEED):
             quiet_reader.read(offset)
-        peak = 0
+        samples = []
         offsets = shuffled(noisy_range, SEED + 1)
         every = max(len(offsets) // SAMPLES, 1)
         for number, offset in enumerate(offsets, 1):
             noisy_reader.read(offset)
             if noisy_class is not None and (number % every == 0 or
                                             number == len(offsets)):
-                peak = max(peak, self.class_occupancy(
+                samples.append(self.class_occupancy(
                     noisy_class, golden=('stats-io-class-csv-capped'
                                          if number == len(offsets)
                                          else None)))
@@ -187,14 +207,21 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
             self.casadm_ok('--stats', '--cache-id', str(CACHE_ID),
                            '--output-format', 'csv', '--io-class-id',
                            golden='stats-io-class-csv-all')
+            size = casadm.parse_stats(self.casadm_ok(
+                '-P', '-i', str(CACHE_ID), '-o', 'csv',
+                golden='stats-cache-csv-shared'))['Cache Size [4KiB Blocks]']
+            figure('cache-blocks-with-shares', size)
         hits, total = (after[0] - before[0], after[1] - before[1])
         self.assertEqual(quiet_set // CHUNK, total)
 
         quiet_reader.close()
         noisy_reader.close()
+        detaching = time.monotonic()
         self.connector.disconnect_volume(noisy_props, noisy_info)
         self.connector.disconnect_volume(quiet_props, quiet_info)
-        return hits / total, (peak if shares else None)
+        figure('detach-two-seconds-%s-shares' % label,
+               '%.1f' % (time.monotonic() - detaching))
+        return hits / total, samples
 
     def core_of(self, path: str) -> casadm.Core:
         [core] = [core for core in self.cores() if core.exported == path]
