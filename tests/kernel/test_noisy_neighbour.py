@@ -91,6 +91,21 @@ class Reader(object):
             self.fd = None
 
 
+def queue_limits(path: str) -> str:
+    """How the block layer may split a read of *path* (for the figures)."""
+    queue = '/sys/block/%s/queue' % os.path.basename(
+        os.path.realpath(path))
+    found = []
+    for name in ('max_sectors_kb', 'max_segments', 'max_segment_size',
+                 'nr_requests'):
+        try:
+            with open(os.path.join(queue, name)) as limit:
+                found.append('%s=%s' % (name, limit.read().strip()))
+        except OSError:
+            found.append('%s=?' % name)
+    return '%s:%s' % (os.path.basename(path), ','.join(found))
+
+
 def shuffled(length: int, seed: int) -> list[int]:
     offsets = list(range(0, length, CHUNK))
     random.Random(seed).shuffle(offsets)
@@ -176,6 +191,7 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
         self.assertEqual(NOISY_SHARE if shares else None,
                          noisy_info.get('cache_share'))
         noisy_class = self.class_of(noisy_info['path']) if shares else None
+        figure('queue-limits', queue_limits(noisy_info['path']))
 
         quiet_reader = Reader(quiet_info['path'])
         self.addCleanup(quiet_reader.close)
