@@ -39,6 +39,7 @@ _NAMES = ((re.compile(r'/dev/disk/by-id/rbd-cas-[^,\s]+'), '<core-link>'),
           (re.compile(r'/dev/rbd\d+'), '<rbd>'),
           (re.compile(r'/dev/(ram\d+|nvme\d+n1p\d+|'
                       r'disk/by-id/nvme-sim-part\d+)'), '<cache-disk>'))
+_CORE_IDS = re.compile(r'core_id:eq:\d+')
 
 
 def run(*argv: str) -> subprocess.CompletedProcess:
@@ -202,6 +203,46 @@ class RenamedClass0(object):
         self.assert_same('io-class-list-after-class0-renamed')
 
 
+class SharedClassStats(object):
+    """Per-class statistics of shared cores (v26.03.2: test_noisy_neighbour).
+
+    The guest's table: class 0 at what the shares leave, then the quiet
+    volume's class (40 %) and the noisy one's (30 %), both pinned. The
+    configuration cells (id, rule, priority, Max size) must be the real
+    module's; of the counters, the titles and the number of cells.
+    """
+
+    def assert_same_class_stats(self, name: str, argv: list[str]) -> None:
+        recorded, code, out, err = self.golden(name)
+        done = run(*argv)
+        want = list(csv.reader(_CORE_IDS.sub('core_id:eq:N', out)
+                               .splitlines()))
+        got = list(csv.reader(_CORE_IDS.sub('core_id:eq:N', done.stdout)
+                              .splitlines()))
+        self.assertEqual((code, err), (done.returncode, done.stderr), name)
+        self.assertEqual(want[0], got[0], name)
+        self.assertEqual([row[:4] for row in want[1:]],
+                         [row[:4] for row in got[1:]], name)
+        self.assertEqual([len(row) for row in want],
+                         [len(row) for row in got], name)
+
+    def test_shared_class_stats(self) -> None:
+        self.keep_only(1)
+        attached = []
+        for label, share in (('quiet', 40), ('noisy', 30)):
+            props = self.props(self.image('volume-%s' % label), 'wt',
+                               cache_share=share)
+            attached.append((props, self.connector.connect_volume(props)))
+        # the noisy volume's class: the guest's argv names it
+        recorded = self.golden('stats-io-class-csv-capped')[0]
+        self.assert_same_class_stats('stats-io-class-csv-capped', recorded)
+        self.assert_same_class_stats('stats-io-class-csv-all', [
+            'casadm', '--stats', '--cache-id', '1', '--output-format',
+            'csv', '--io-class-id'])
+        for props, info in reversed(attached):
+            self.connector.disconnect_volume(props, info)
+
+
 class V24_9TestCase(RenamedClass0, ReleaseGoldens,
                     base.FunctionalTestCase):
     release = 'v24.9'
@@ -212,5 +253,6 @@ class V25_12_2TestCase(RenamedClass0, ReleaseGoldens,
     release = 'v25.12.2'
 
 
-class V26_03_2TestCase(ReleaseGoldens, base.FunctionalTestCase):
+class V26_03_2TestCase(SharedClassStats, ReleaseGoldens,
+                       base.FunctionalTestCase):
     release = 'v26.03.2'
