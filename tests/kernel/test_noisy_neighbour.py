@@ -39,7 +39,7 @@ import random
 import time
 from typing import Optional
 
-from os_brick_cas import casadm
+from os_brick_cas.opencas import casadm_output
 from tests.kernel import base
 
 CACHE_ID = 1
@@ -127,7 +127,7 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
     def test_a_share_keeps_the_quiet_working_set(self) -> None:
         started = time.monotonic()
         figure('run', time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
-        cache_blocks = int(casadm.parse_stats(self.casadm_ok(
+        cache_blocks = int(casadm_output.parse_stats(self.casadm_ok(
             '-P', '-i', str(CACHE_ID), '-o', 'csv'))[
                 'Cache Size [4KiB Blocks]'])
         cache_bytes = cache_blocks * BLOCK
@@ -227,7 +227,7 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
             self.casadm_ok('--stats', '--cache-id', str(CACHE_ID),
                            '--output-format', 'csv', '--io-class-id',
                            golden='stats-io-class-csv-all')
-            size = casadm.parse_stats(self.casadm_ok(
+            size = casadm_output.parse_stats(self.casadm_ok(
                 '-P', '-i', str(CACHE_ID), '-o', 'csv',
                 golden='stats-cache-csv-shared'))['Cache Size [4KiB Blocks]']
             figure('cache-blocks-with-shares', size)
@@ -243,14 +243,14 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
                '%.1f' % (time.monotonic() - detaching))
         return hits / total, samples
 
-    def core_of(self, path: str) -> casadm.Core:
+    def core_of(self, path: str) -> casadm_output.Core:
         [core] = [core for core in self.cores() if core.exported == path]
         return core
 
     def class_of(self, path: str) -> int:
         """The IO class the product gave this core (``core_id:eq:N``)."""
         rule = 'core_id:eq:%d&done' % self.core_of(path).core_id
-        table = casadm.parse_io_classes(self.casadm_ok(
+        table = casadm_output.parse_io_classes(self.casadm_ok(
             '-C', '-L', '-i', str(CACHE_ID), '-o', 'csv'))
         [class_id] = [io_class.class_id for io_class in table
                       if io_class.name == rule]
@@ -258,13 +258,13 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
 
     def class_occupancy(self, class_id: int,
                         golden: Optional[str] = None) -> int:
-        [row] = casadm.parse_io_class_stats(self.casadm_ok(
+        [row] = casadm_output.parse_io_class_stats(self.casadm_ok(
             '-P', '-i', str(CACHE_ID), '-d', str(class_id), '-o', 'csv',
             golden=golden))
         return row.occupancy_blocks
 
-    def read_counts(self, core: casadm.Core) -> tuple[int, int]:
-        stats = casadm.parse_stats(self.casadm_ok(
+    def read_counts(self, core: casadm_output.Core) -> tuple[int, int]:
+        stats = casadm_output.parse_stats(self.casadm_ok(
             '-P', '-i', str(core.cache_id), '-j', str(core.core_id),
             '-o', 'csv'))
         return (int(stats['Read hits [Requests]']),
