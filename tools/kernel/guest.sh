@@ -7,8 +7,9 @@
 # (ARGS: an ansible-core virtualenv, then as for tests: the os_brick_cas
 # role installs Open CAS from the staging root OPENCAS_ROOT its build tasks
 # made, instead of this script), bench (benchmarks/kernel.py run ARGS:
-# figures into RESULTS/bench.txt and bench.json) or probe (set up, run
-# nothing).
+# figures into RESULTS/bench.txt and bench.json), bench-peers
+# (benchmarks/peers.py run ARGS: RESULTS/peers.txt and peers.json) or probe
+# (set up, run nothing).
 # Sets the guest up as a compute node: Open CAS installed from the staging
 # root (module, casadm, casctl, its udev loader), krbd and brd loaded,
 # systemd-udevd with ceph's and os-brick-cas's rules, a one-node Ceph on
@@ -175,6 +176,13 @@ case "$mode" in
         wait_for_ceph
         step "running benchmarks/kernel.py run $*"
         (cd "$checkout" && "$venv/bin/python" benchmarks/kernel.py run \
+            --results "$results" "$@")
+        rc=$? ;;
+    bench-peers)
+        # --dry-run checks prerequisites only: no Ceph needed
+        case " $* " in *" --dry-run "*) ;; *) wait_for_ceph ;; esac
+        step "running benchmarks/peers.py run $*"
+        (cd "$checkout" && "$venv/bin/python" benchmarks/peers.py run \
             --results "$results" "$@")
         rc=$? ;;
     probe)
