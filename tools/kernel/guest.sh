@@ -89,7 +89,10 @@ export OS_BRICK_CAS_CEPH_TIMEOUT=240
 conf=/etc/ceph/ceph.conf
 ceph_started=/tmp/ceph-started
 rm -f "$conf" "$ceph_started"
-(
+# a dry run of the peer benchmark checks prerequisites only: no Ceph
+dry_run=0
+[ "$mode" = bench-peers ] && case " $* " in *" --dry-run "*) dry_run=1 ;; esac
+[ "$dry_run" = 1 ] || (
     timeout 900 "$venv/bin/python" "$checkout/tools/kernel/guest_ceph.py" \
         start /tmp/ceph > /dev/null
     status=$?
@@ -179,8 +182,7 @@ case "$mode" in
             --results "$results" "$@")
         rc=$? ;;
     bench-peers)
-        # --dry-run checks prerequisites only: no Ceph needed
-        case " $* " in *" --dry-run "*) ;; *) wait_for_ceph ;; esac
+        [ "$dry_run" = 1 ] || wait_for_ceph
         step "running benchmarks/peers.py run $*"
         (cd "$checkout" && "$venv/bin/python" benchmarks/peers.py run \
             --results "$results" "$@")
@@ -191,7 +193,7 @@ case "$mode" in
     *) die "unknown mode $mode" ;;
 esac
 step "run finished with exit status $rc"
-wait "$ceph_pid"
+[ "$dry_run" = 1 ] || wait "$ceph_pid"
 echo $rc > "$results/rc"
 dmesg > "$results/dmesg.txt"
 step "stopping caches, unmapping, stopping Ceph"
