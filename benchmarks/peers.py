@@ -289,22 +289,19 @@ class Bed(kernel_bench.Host):
     def bcache(self, stack: data.Stack, origin: str) -> Iterator[Device]:
         wipe(CACHE_DEV)
         run('make-bcache', '--wipe-bcache', '-C', CACHE_DEV, '-B', origin)
-        for device in (CACHE_DEV, origin):
-            try:
-                write_sysfs('/sys/fs/bcache/register', device)
-            except OSError:
-                pass   # udev's bcache rule registered it already
-        backing = '/sys/block/%s/bcache' % os.path.basename(
-            os.path.realpath(origin))
-        wait_for('bcache device on %s' % origin,
-                 lambda: os.path.exists(backing + '/dev'), 60)
-        name = os.path.basename(os.path.realpath(backing + '/dev'))
-        sysfs = '/sys/block/%s/bcache' % name
-        cache_set = ''
         try:
+            for device in (CACHE_DEV, origin):
+                with contextlib.suppress(OSError):
+                    # udev's bcache rule may have registered it already
+                    write_sysfs('/sys/fs/bcache/register', device)
+            backing = '/sys/block/%s/bcache' % os.path.basename(
+                os.path.realpath(origin))
+            wait_for('bcache device on %s' % origin,
+                     lambda: os.path.exists(backing + '/dev'), 60)
+            name = os.path.basename(os.path.realpath(backing + '/dev'))
+            sysfs = '/sys/block/%s/bcache' % name
             wait_for('bcache attached', lambda: os.path.exists(
                 sysfs + '/cache'), 60)
-            cache_set = os.path.realpath(sysfs + '/cache')
             write_sysfs(sysfs + '/cache_mode', 'writeback'
                         if stack.write_back else 'writethrough')
             write_sysfs(sysfs + '/sequential_cutoff',
@@ -315,14 +312,7 @@ class Bed(kernel_bench.Host):
             if stack.write_back:
                 device.drain()
         finally:
-            write_sysfs(sysfs + '/stop', '1')
-            wait_for('%s to stop' % name,
-                     lambda: not os.path.exists('/sys/block/' + name), 60)
-            if cache_set and os.path.exists(cache_set + '/unregister'):
-                write_sysfs(cache_set + '/unregister', '1')
-                wait_for('the cache set to go', lambda: not os.path.exists(
-                    cache_set), 60)
-            run('wipefs', '-a', CACHE_DEV)
+            remove_bcache([CACHE_DEV, origin])
 
     @contextlib.contextmanager
     def dm(self, stack: data.Stack, origin: str) -> Iterator[Device]:
@@ -349,6 +339,30 @@ class Bed(kernel_bench.Host):
                 device.drain()
         finally:
             run('dmsetup', 'remove', '--retry', DM_NAME)
+
+
+def bcache_left() -> list[str]:
+    return glob.glob('/sys/block/bcache*') + glob.glob('/sys/fs/bcache/*-*')
+
+
+def remove_bcache(devices: list[str]) -> None:
+    """Stop every bcache device and cache set, wipe their superblocks.
+
+    udev's bcache rule registers a device again on the change event its
+    close sends while the superblock is still there: wipe, settle, check.
+    """
+    for _attempt in range(3):
+        for path in (glob.glob('/sys/block/bcache*/bcache/stop') +
+                     glob.glob('/sys/fs/bcache/*-*/unregister')):
+            with contextlib.suppress(OSError):   # going already
+                write_sysfs(path, '1')
+        wait_for('bcache to let go', lambda: not bcache_left(), 60)
+        for device in devices:
+            wipe(device)
+        run('udevadm', 'settle', '-t', '30')
+        if not bcache_left():
+            return
+    raise RuntimeError('bcache left behind: %s' % bcache_left())
 
 
 def opencas_release() -> Optional[tuple[int, int]]:
@@ -395,6 +409,8 @@ def run_case(device: Device, case: data.Case, args: argparse.Namespace,
     if case.cleaning:
         device.set_cleaning(case.cleaning == 'start')
     span = args.image_mb if case.span == 'image' else args.range_mb
+    # a bcache device is its backing device less bcache's data offset
+    span = min(span, sectors(device.path) * 512 // 2 ** 20)
     sampler = DirtySampler(device, started) if case.sample_dirty else None
     counters = device.read_counters()
     cpu_before = proc_stat()
@@ -541,8 +557,7 @@ def run_guest(args: argparse.Namespace) -> int:
     for stack in stack_list:
         try:
             document['stacks'].append(run_stack(bed, stack, args, emit))
-        except (RuntimeError, OSError, ValueError,
-                kernel_bench.processutils.ProcessExecutionError) as exc:
+        except Exception as exc:   # recorded: the other stacks still run
             rc = 1
             emit('%s FAILED: %s' % (stack.name, exc))
             document['failed'].append({'stack': stack.name,
@@ -559,7 +574,7 @@ def run_guest(args: argparse.Namespace) -> int:
 
 def left_behind() -> list[str]:
     """Stacks still present after the run (there must be none)."""
-    found = glob.glob('/sys/block/bcache*') + glob.glob('/sys/fs/bcache/*-*')
+    found = bcache_left()
     found += glob.glob('/dev/mapper/' + DM_NAME)
     found += glob.glob('/dev/cas%d-*' % CAS_ID)
     return found
