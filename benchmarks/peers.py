@@ -249,6 +249,15 @@ class Bed(kernel_bench.Host):
         for argv in data.layout_argvs(CAS_ID, stack.mode, stack.cleaning,
                                       opencas_release()):
             run(*argv)
+        # the host layout the product's attach reads: it gives each new
+        # core the layout's sequential cut-off (core_tuning)
+        layout = os.path.join(self.workdir, 'host-layout.yaml')
+        with open(layout, 'w') as out:
+            out.write('version: 1\ninstances:\n  - id: %d\n    mode: %s\n'
+                      '    device: %s\n' % (CAS_ID, stack.mode, CACHE_DEV))
+            if stack.cleaning:
+                out.write('    cleaning:\n      policy: %s\n'
+                          % stack.cleaning)
         with open(kernel_bench.OPENCAS_CONF, 'w') as conf:
             conf.write('version=19.3.0\n[caches]\n%d\t%s\t%s\n[cores]\n' % (
                 CAS_ID, CACHE_DEV, stack.mode.upper()))
@@ -256,6 +265,7 @@ class Bed(kernel_bench.Host):
                 ('cache_instances', {stack.mode: str(CAS_ID)}),
                 ('opencas_conf', kernel_bench.OPENCAS_CONF),
                 ('lock_path', self.workdir), ('state_path', self.workdir),
+                ('host_layout', layout),
                 ('flush_timeout', DRAIN_TIMEOUT_S), ('casadm_timeout', 60)):
             kernel_bench.CONF.set_override(name, value,
                                            group=kernel_bench.opts.GROUP)
@@ -288,7 +298,10 @@ class Bed(kernel_bench.Host):
     @contextlib.contextmanager
     def bcache(self, stack: data.Stack, origin: str) -> Iterator[Device]:
         wipe(CACHE_DEV)
-        run('make-bcache', '--wipe-bcache', '-C', CACHE_DEV, '-B', origin)
+        # 256 KiB buckets: 256 of them on the 64 MiB cache (make-bcache
+        # refuses fewer than 128; its 512 KiB default gives exactly 128)
+        run('make-bcache', '--wipe-bcache', '--bucket', '256k', '-C',
+            CACHE_DEV, '-B', origin)
         try:
             for device in (CACHE_DEV, origin):
                 with contextlib.suppress(OSError):
