@@ -124,9 +124,9 @@ class TableTest(testtools.TestCase):
     def test_stacks_and_cases(self):
         stack_list = data.stacks(['alru', 'acp'])
         names = [stack.name for stack in stack_list]
-        self.assertEqual(['krbd', 'cas-wt', 'cas-wb', 'cas-wb-acp',
-                          'bcache-wt', 'bcache-wb', 'dmcache-wt',
-                          'dmcache-wb', 'dmwritecache'], names)
+        self.assertEqual(['krbd', 'cas-wb', 'cas-wb-acp', 'bcache-wb',
+                          'dmcache-wb', 'dmwritecache', 'cas-wt',
+                          'bcache-wt', 'dmcache-wt'], names)
         by_name = {stack.name: stack for stack in stack_list}
         wb_cases = [c.name for c in data.cases_for(by_name['bcache-wb'])]
         wt_cases = [c.name for c in data.cases_for(by_name['bcache-wt'])]
