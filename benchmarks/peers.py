@@ -65,7 +65,8 @@ LABEL = kernel_bench.LABEL
 MODULES = ('bcache', 'dm_cache', 'dm_cache_smq', 'dm_writecache',
            'cas_cache', 'rbd', 'brd')
 TOOLS = ('make-bcache', 'dmsetup', 'fio', 'casadm', 'wipefs', 'blockdev')
-DRAIN_TIMEOUT_S = 300
+DRAIN_TIMEOUT_S = 300   # --drain-timeout: waiting for a cache to clean
+FLUSH_TIMEOUT_S = 300   # the product's flush at a wb detach
 run = kernel_bench.run
 
 
@@ -126,7 +127,7 @@ class Device(object):
 class CasDevice(Device):
     def __init__(self, stack: data.Stack, path: str):
         super().__init__(stack, path)
-        self.bench = kernel_bench.drain_bench.Bench(path, DRAIN_TIMEOUT_S)
+        self.bench = kernel_bench.drain_bench.Bench(path, FLUSH_TIMEOUT_S)
 
     def read_counters(self) -> Optional[tuple[int, int]]:
         return kernel_bench.bench_cmd.read_counters(self.path)
@@ -266,7 +267,7 @@ class Bed(kernel_bench.Host):
                 ('opencas_conf', kernel_bench.OPENCAS_CONF),
                 ('lock_path', self.workdir), ('state_path', self.workdir),
                 ('host_layout', layout),
-                ('flush_timeout', DRAIN_TIMEOUT_S), ('casadm_timeout', 60)):
+                ('flush_timeout', FLUSH_TIMEOUT_S), ('casadm_timeout', 60)):
             kernel_bench.CONF.set_override(name, value,
                                            group=kernel_bench.opts.GROUP)
 
@@ -320,10 +321,7 @@ class Bed(kernel_bench.Host):
             write_sysfs(sysfs + '/sequential_cutoff',
                         '%dk' % data.SEQ_CUTOFF_KIB)
             run('udevadm', 'settle', '-t', '30')
-            device = BcacheDevice(stack, '/dev/' + name, sysfs)
-            yield device
-            if stack.write_back:
-                device.drain()
+            yield BcacheDevice(stack, '/dev/' + name, sysfs)
         finally:
             remove_bcache([CACHE_DEV, origin])
 
@@ -348,9 +346,9 @@ class Bed(kernel_bench.Host):
                       if stack.kind == 'dmcache'
                       else WritecacheDevice(stack, path))
             yield device
-            if stack.write_back:
-                device.drain()
         finally:
+            # dirty blocks left (a drain timed out) stay on the cache
+            # device, wiped before the next stack: throwaway images
             run('dmsetup', 'remove', '--retry', DM_NAME)
 
 
@@ -452,24 +450,30 @@ def run_case(device: Device, case: data.Case, args: argparse.Namespace,
 
 
 def run_stack(bed: Bed, stack: data.Stack, args: argparse.Namespace,
-              emit: Callable[[str], None]) -> dict[str, Any]:
+              emit: Callable[[str], None], entry: dict[str, Any]) -> None:
+    """Run *stack*'s cases into *entry* (kept if a later case fails)."""
     started = time.monotonic()
-    rows: list[dict[str, Any]] = []
-    drain: dict[str, Any] = {}
+    entry.update(stack=stack.name, kind=stack.kind, mode=stack.mode,
+                 cleaning=stack.cleaning, cases=[], drain={})
     with bed.stack(stack, args) as device:
         for case in data.cases_for(stack):
             row = run_case(device, case, args, started)
-            rows.append(row)
+            entry['cases'].append(row)
             emit(format_row(row))
         if stack.write_back:
             dirty = device.dirty_bytes()
-            seconds = device.drain()
-            drain = {'dirty_bytes': dirty, 'seconds': seconds}
-            emit('%-14s drain: %s bytes dirty, %.1f s' % (
-                stack.name, dirty, seconds or 0))
-    return {'stack': stack.name, 'kind': stack.kind, 'mode': stack.mode,
-            'cleaning': stack.cleaning, 'cases': rows, 'drain': drain,
-            'seconds': time.monotonic() - started}
+            try:
+                seconds = device.drain()
+            except RuntimeError as exc:   # timed out: figures kept
+                entry['drain'] = {'dirty_bytes': dirty, 'seconds': None,
+                                  'error': str(exc)}
+                emit('%-14s drain: %s bytes dirty, %s' % (
+                    stack.name, dirty, exc))
+            else:
+                entry['drain'] = {'dirty_bytes': dirty, 'seconds': seconds}
+                emit('%-14s drain: %s bytes dirty, %.1f s' % (
+                    stack.name, dirty, seconds or 0))
+    entry['seconds'] = time.monotonic() - started
 
 
 def format_row(row: dict[str, Any]) -> str:
@@ -511,7 +515,7 @@ def check_prerequisites() -> list[str]:
 
 
 QUICK = {'runtime': 3, 'range_mb': 8, 'image_mb': 80,
-         'cas_cleaning': 'alru'}
+         'cas_cleaning': 'alru', 'drain_timeout': 60}
 
 
 def run_guest(args: argparse.Namespace) -> int:
@@ -520,9 +524,11 @@ def run_guest(args: argparse.Namespace) -> int:
             if getattr(args, name) is None:
                 setattr(args, name, value)
     for name, value in (('runtime', 10), ('range_mb', 16), ('image_mb', 128),
-                        ('cas_cleaning', 'alru,acp')):
+                        ('cas_cleaning', 'alru,acp'), ('drain_timeout', 300)):
         if getattr(args, name) is None:
             setattr(args, name, value)
+    global DRAIN_TIMEOUT_S
+    DRAIN_TIMEOUT_S = args.drain_timeout
     stack_list = data.stacks(args.cas_cleaning.split(','))
     if args.stacks:
         stack_list = [s for s in stack_list if s.name in args.stacks]
@@ -568,11 +574,14 @@ def run_guest(args: argparse.Namespace) -> int:
         'seq_cutoff_kib': data.SEQ_CUTOFF_KIB, 'stacks': [], 'failed': []}
     rc = 0
     for stack in stack_list:
+        entry: dict[str, Any] = {}
+        document['stacks'].append(entry)
         try:
-            document['stacks'].append(run_stack(bed, stack, args, emit))
+            run_stack(bed, stack, args, emit, entry)
         except Exception as exc:   # recorded: the other stacks still run
             rc = 1
             emit('%s FAILED: %s' % (stack.name, exc))
+            entry['error'] = str(exc)
             document['failed'].append({'stack': stack.name,
                                        'error': str(exc)})
         save(results_dir, document, report)
@@ -669,6 +678,9 @@ def main(argv: list[str]) -> int:
     guest.add_argument('--cas-cleaning',
                        help='Open CAS wb cleaning policies, one stack each '
                             '(default alru,acp; alru is the product\'s)')
+    guest.add_argument('--drain-timeout', type=int,
+                       help='seconds to wait for a cache to clean itself '
+                            'after its cases (default 300)')
     guest.add_argument('--stacks', type=lambda text: text.split(','),
                        help='only these stacks (names as in the plan)')
     guest.set_defaults(func=run_guest)
