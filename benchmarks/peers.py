@@ -626,7 +626,7 @@ def run_plot(args: argparse.Namespace) -> int:
         2, 1, figsize=(13, 10))
     width = 0.8 / max(len(stack_names), 1)
     for index, item in enumerate(document['stacks']):
-        by_case = {row['case']: row for row in item['cases']}
+        by_case = {row['case']: row for row in item.get('cases', [])}
         values = []
         for name in case_names:
             row = by_case.get(name, {})
@@ -634,7 +634,7 @@ def run_plot(args: argparse.Namespace) -> int:
             values.append(direction['avg_us'] if direction else 0)
         lat_axis.bar([x + index * width for x in range(len(case_names))],
                      values, width, label=item['stack'])
-        samples = [sample for row in item['cases']
+        samples = [sample for row in item.get('cases', [])
                    for sample in row.get('dirty') or []]
         if samples:
             dirty_axis.plot([s[0] for s in samples],
