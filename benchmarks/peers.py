@@ -249,7 +249,9 @@ class Bed(kernel_bench.Host):
             '--force')
         for argv in data.layout_argvs(CAS_ID, stack.mode, stack.cleaning,
                                       opencas_release()):
-            run(*argv)
+            # seq-cutoff is per core: the attach sets it (below)
+            if 'seq-cutoff' not in argv:
+                run(*argv)
         # the host layout the product's attach reads: it gives each new
         # core the layout's sequential cut-off (core_tuning)
         layout = os.path.join(self.workdir, 'host-layout.yaml')
