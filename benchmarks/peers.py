@@ -458,6 +458,15 @@ def run_stack(bed: Bed, stack: data.Stack, args: argparse.Namespace,
     entry.update(stack=stack.name, kind=stack.kind, mode=stack.mode,
                  cleaning=stack.cleaning, cases=[], drain={})
     with bed.stack(stack, args) as device:
+        if isinstance(device, CasDevice):
+            # what the product's attach gave the core (host layout)
+            with contextlib.suppress(RuntimeError):
+                entry['core_seq_cutoff'] = run(
+                    'casadm', '-G', '-n', 'seq-cutoff', '-i',
+                    str(device.bench.cache_id), '-j',
+                    str(device.bench.core_id), '-o', 'csv').strip()
+                emit('%-14s core seq-cutoff: %s' % (
+                    stack.name, entry['core_seq_cutoff'].replace('\n', '; ')))
         for case in data.cases_for(stack):
             row = run_case(device, case, args, started)
             entry['cases'].append(row)
