@@ -9,6 +9,11 @@
 #   tools/run-kernel-tests.sh --bench [ARGS] # benchmarks/kernel.py run ARGS
 #                                            # (figures, not tests; results
 #                                            # in bench.txt / bench.json)
+#   tools/run-kernel-tests.sh --bench-peers [ARGS] # benchmarks/peers.py run
+#                                            # ARGS: Open CAS against bcache,
+#                                            # dm-cache, dm-writecache (peers.
+#                                            # json / peers.txt; --dry-run,
+#                                            # --quick)
 # Environment:
 #   OS_BRICK_CAS_OPENCAS_TARBALL  Open CAS release tarball to build (default:
 #                                 the newest in ../shared/vendor/open-cas/)
@@ -46,6 +51,7 @@ mode=tests
 case "${1:-}" in
     --probe) mode=probe; shift ;;
     --bench) mode=bench; shift ;;
+    --bench-peers) mode=bench-peers; shift ;;
 esac
 [ "$(id -u)" -eq 0 ] || fail "needs root (apt-get, and it runs qemu)"
 venv=${VENV:-$checkout/.venv}

@@ -7,8 +7,9 @@
 # (ARGS: an ansible-core virtualenv, then as for tests: the os_brick_cas
 # role installs Open CAS from the staging root OPENCAS_ROOT its build tasks
 # made, instead of this script), bench (benchmarks/kernel.py run ARGS:
-# figures into RESULTS/bench.txt and bench.json) or probe (set up, run
-# nothing).
+# figures into RESULTS/bench.txt and bench.json), bench-peers
+# (benchmarks/peers.py run ARGS: RESULTS/peers.txt and peers.json) or probe
+# (set up, run nothing).
 # Sets the guest up as a compute node: Open CAS installed from the staging
 # root (module, casadm, casctl, its udev loader), krbd and brd loaded,
 # systemd-udevd with ceph's and os-brick-cas's rules, a one-node Ceph on
@@ -88,7 +89,10 @@ export OS_BRICK_CAS_CEPH_TIMEOUT=240
 conf=/etc/ceph/ceph.conf
 ceph_started=/tmp/ceph-started
 rm -f "$conf" "$ceph_started"
-(
+# a dry run of the peer benchmark checks prerequisites only: no Ceph
+dry_run=0
+[ "$mode" = bench-peers ] && case " $* " in *" --dry-run "*) dry_run=1 ;; esac
+[ "$dry_run" = 1 ] || (
     timeout 900 "$venv/bin/python" "$checkout/tools/kernel/guest_ceph.py" \
         start /tmp/ceph > /dev/null
     status=$?
@@ -177,13 +181,19 @@ case "$mode" in
         (cd "$checkout" && "$venv/bin/python" benchmarks/kernel.py run \
             --results "$results" "$@")
         rc=$? ;;
+    bench-peers)
+        [ "$dry_run" = 1 ] || wait_for_ceph
+        step "running benchmarks/peers.py run $*"
+        (cd "$checkout" && "$venv/bin/python" benchmarks/peers.py run \
+            --results "$results" "$@")
+        rc=$? ;;
     probe)
         wait_for_ceph
         casadm -L; rbd -c "$conf" ls volumes; rc=$? ;;
     *) die "unknown mode $mode" ;;
 esac
 step "run finished with exit status $rc"
-wait "$ceph_pid"
+[ "$dry_run" = 1 ] || wait "$ceph_pid"
 echo $rc > "$results/rc"
 dmesg > "$results/dmesg.txt"
 step "stopping caches, unmapping, stopping Ceph"

@@ -4,7 +4,8 @@
 # against), busybox-static (virtme-ng's initramfs), Ceph (tools/install-
 # ceph.sh), and for tests/kernel/test_libvirt.py the libvirtd the guest
 # runs (no libvirt-daemon-system: no systemd units, no /etc/libvirt/
-# qemu.conf) with libvirt-dev and pkg-config to build libvirt-python.
+# qemu.conf) with libvirt-dev and pkg-config to build libvirt-python;
+# bcache-tools (make-bcache), fio and dmsetup for benchmarks/peers.py.
 # Idempotent.
 #   tools/kernel/install-host.sh                  # install what is missing
 #   tools/kernel/install-host.sh --kernel-version # print the guest kernel
@@ -24,7 +25,8 @@ fi
 need=()
 for pkg in qemu-system-x86 linux-image-amd64 linux-headers-amd64 \
            busybox-static libvirt-daemon libvirt-daemon-driver-qemu \
-           libvirt-clients qemu-utils libvirt-dev pkg-config; do
+           libvirt-clients qemu-utils libvirt-dev pkg-config \
+           bcache-tools fio dmsetup; do
     dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null |
         grep -q 'install ok installed' || need+=("$pkg")
 done

@@ -1,0 +1,707 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Open CAS side by side with bcache, dm-cache and dm-writecache (issue 36).
+
+Runs inside the real-kernel guest, set up by the kernel runner::
+
+    tools/run-kernel-tests.sh --bench-peers [--quick] [--dry-run]
+        [--runtime S] [--range-mb N] [--image-mb N] [--cas-cleaning alru,acp]
+
+In one run, on the same cache device (brd /dev/ram0, the same size for
+every stack) in front of a fresh krbd image of the guest's Ceph per
+stack: plain krbd; Open CAS wt and wb attached by the product's
+CachedRBDConnector with the product's per-mode defaults
+(host_layout.mode_defaults); bcache writethrough and writeback
+(sequential_cutoff = the product's seq-cutoff threshold); dm-cache smq
+writethrough and writeback (metadata on /dev/ram3); dm-writecache. The
+cases (peers_data.CASES) are the seed study's five, 4k QD1/QD16 random
+read and write, a zipf working set larger than the cache and a
+sequential scan through a warm cache. Figures per case: fio's average and
+P99 latency and IOPS, the guest's busy CPU time per IO, the read hit
+ratio where the cache counts one, dirty data over time (write-back
+cases) and the time to drain it. Every stack is torn down after its
+cases. ``--dry-run`` checks the prerequisites (modules, make-bcache,
+dmsetup, fio, casadm) and prints the plan without IO.
+
+Results: RESULTS/peers.json and peers.txt; on the host ``python
+benchmarks/peers.py plot RESULTS/peers.json DIR`` draws DIR/peers.png.
+Every figure is from a TCG guest over loopback memstore Ceph: relative
+within the run, never a hardware figure.
+"""
+
+import argparse
+import contextlib
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kernel as kernel_bench   # noqa: E402  benchmarks/kernel.py
+import peers_data as data       # noqa: E402  benchmarks/peers_data.py
+
+CACHE_DEV = '/dev/ram0'
+METADATA_DEV = '/dev/ram3'
+CAS_ID = 1
+DM_NAME = 'peers-bench'
+LABEL = kernel_bench.LABEL
+MODULES = ('bcache', 'dm_cache', 'dm_cache_smq', 'dm_writecache',
+           'cas_cache', 'rbd', 'brd')
+TOOLS = ('make-bcache', 'dmsetup', 'fio', 'casadm', 'wipefs', 'blockdev')
+DRAIN_TIMEOUT_S = 300   # --drain-timeout: waiting for a cache to clean
+FLUSH_TIMEOUT_S = 300   # the product's flush at a wb detach
+run = kernel_bench.run
+
+
+def write_sysfs(path: str, value: str) -> None:
+    with open(path, 'w') as sysfs:
+        sysfs.write(value)
+
+
+def read_sysfs(path: str) -> str:
+    with open(path) as sysfs:
+        return sysfs.read().strip()
+
+
+def sectors(path: str) -> int:
+    return int(run('blockdev', '--getsz', path))
+
+
+def wipe(path: str) -> None:
+    """Zero the first MiB of *path* (old superblocks, dm metadata)."""
+    run('dd', 'if=/dev/zero', 'of=%s' % path, 'bs=1M', 'count=1',
+        'oflag=direct')
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float) -> float:
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise RuntimeError('timed out after %.0f s waiting for %s'
+                               % (timeout, what))
+        time.sleep(0.5)
+    return time.monotonic() - start
+
+
+# -- the stacks ---------------------------------------------------------------
+
+class Device(object):
+    """A set-up stack: its block device and the cache's counters."""
+
+    def __init__(self, stack: data.Stack, path: str):
+        self.stack = stack
+        self.path = path
+
+    def read_counters(self) -> Optional[tuple[int, int]]:
+        """(read hits, reads) so far; None: the stack counts none."""
+        return None
+
+    def dirty_bytes(self) -> Optional[int]:
+        return None
+
+    def set_cleaning(self, running: bool) -> None:
+        """Stop (*running* False) or restart the stack's cleaning."""
+
+    def drain(self) -> Optional[float]:
+        """Seconds until no dirty data is left (cleaning running)."""
+        return None
+
+
+class CasDevice(Device):
+    def __init__(self, stack: data.Stack, path: str):
+        super().__init__(stack, path)
+        self.bench = kernel_bench.drain_bench.Bench(path, FLUSH_TIMEOUT_S)
+
+    def read_counters(self) -> Optional[tuple[int, int]]:
+        return kernel_bench.bench_cmd.read_counters(self.path)
+
+    def dirty_bytes(self) -> Optional[int]:
+        return self.bench.dirty() * 4096
+
+    def set_cleaning(self, running: bool) -> None:
+        policy = (self.stack.cleaning or 'alru') if running else 'nop'
+        kernel_bench.Host.cleaning(CAS_ID, policy)
+
+    def drain(self) -> Optional[float]:
+        # cleaning alone (the policy's own pace), as the peers drain
+        return wait_for('Open CAS to clean', lambda: self.bench.dirty() == 0,
+                        DRAIN_TIMEOUT_S)
+
+
+class BcacheDevice(Device):
+    def __init__(self, stack: data.Stack, path: str, sysfs: str):
+        super().__init__(stack, path)
+        self.sysfs = sysfs   # /sys/block/bcacheN/bcache
+
+    def read_counters(self) -> Optional[tuple[int, int]]:
+        hits = int(read_sysfs(self.sysfs + '/stats_total/cache_hits'))
+        misses = int(read_sysfs(self.sysfs + '/stats_total/cache_misses'))
+        return hits, hits + misses
+
+    def dirty_bytes(self) -> Optional[int]:
+        return data.parse_bcache_size(read_sysfs(self.sysfs + '/dirty_data'))
+
+    def set_cleaning(self, running: bool) -> None:
+        write_sysfs(self.sysfs + '/writeback_running', '1' if running else
+                    '0')
+
+    def drain(self) -> Optional[float]:
+        write_sysfs(self.sysfs + '/writeback_running', '1')
+        write_sysfs(self.sysfs + '/writeback_percent', '0')
+        return wait_for('bcache writeback', lambda: self.dirty_bytes() == 0,
+                        DRAIN_TIMEOUT_S)
+
+
+class DmCacheDevice(Device):
+    def __init__(self, stack: data.Stack, path: str, table: str):
+        super().__init__(stack, path)
+        self.table = table
+
+    def status(self) -> dict[str, int]:
+        return data.parse_dmcache_status(run('dmsetup', 'status', DM_NAME))
+
+    def read_counters(self) -> Optional[tuple[int, int]]:
+        status = self.status()
+        return status['read_hits'], (status['read_hits'] +
+                                     status['read_misses'])
+
+    def dirty_bytes(self) -> Optional[int]:
+        status = self.status()
+        return status['dirty_blocks'] * status['block_sectors'] * 512
+
+    def set_cleaning(self, running: bool) -> None:
+        # migration_threshold 0: no background migration (writeback
+        # included); dm-cache has no other switch for its cleaning
+        run('dmsetup', 'message', DM_NAME, '0', 'migration_threshold',
+            '2048' if running else '0')
+
+    def drain(self) -> Optional[float]:
+        # the documented way: reload with the cleaner policy
+        start = time.monotonic()
+        run('dmsetup', 'suspend', DM_NAME)
+        run('dmsetup', 'reload', DM_NAME, '--table',
+            self.table.replace(' smq 0', ' cleaner 0'))
+        run('dmsetup', 'resume', DM_NAME)
+        wait_for('dm-cache cleaner', lambda: self.dirty_bytes() == 0,
+                 DRAIN_TIMEOUT_S)
+        return time.monotonic() - start
+
+
+class WritecacheDevice(Device):
+    def status(self) -> dict[str, int]:
+        return data.parse_writecache_status(
+            run('dmsetup', 'status', DM_NAME))
+
+    def read_counters(self) -> Optional[tuple[int, int]]:
+        status = self.status()
+        if 'read_hits' not in status:
+            return None
+        return status['read_hits'], status['read_blocks']
+
+    def dirty_bytes(self) -> Optional[int]:
+        # occupied blocks: dirty or under writeback (it keeps no clean
+        # blocks past its low watermark)
+        status = self.status()
+        return (status['total_blocks'] - status['free_blocks']) * 4096
+
+    def drain(self) -> Optional[float]:
+        start = time.monotonic()
+        run('dmsetup', 'message', DM_NAME, '0', 'cleaner')
+        wait_for('dm-writecache cleaner', lambda: self.dirty_bytes() == 0,
+                 DRAIN_TIMEOUT_S)
+        return time.monotonic() - start
+
+
+class Bed(kernel_bench.Host):
+    """The guest: images, the product's connector, one stack at a time."""
+
+    def new_image(self, args: argparse.Namespace) -> str:
+        return self.image('peers', args.image_mb, args.image_mb)
+
+    @contextlib.contextmanager
+    def krbd(self, args: argparse.Namespace) -> Iterator[str]:
+        props, path = self.attach(self.new_image(args), None)
+        try:
+            yield path
+        finally:
+            self.detach(props, path)
+
+    def start_cas(self, stack: data.Stack) -> None:
+        run('casadm', '-S', '-i', str(CAS_ID), '-d', CACHE_DEV, '-c',
+            stack.mode, '-x', str(data.host_layout.DEFAULT_LINE_SIZE_KIB),
+            '--force')
+        for argv in data.layout_argvs(CAS_ID, stack.mode, stack.cleaning,
+                                      opencas_release()):
+            # seq-cutoff is per core: the attach sets it (below)
+            if 'seq-cutoff' not in argv:
+                run(*argv)
+        # the host layout the product's attach reads: it gives each new
+        # core the layout's sequential cut-off (core_tuning)
+        layout = os.path.join(self.workdir, 'host-layout.yaml')
+        with open(layout, 'w') as out:
+            out.write('version: 1\ninstances:\n  - id: %d\n    mode: %s\n'
+                      '    device: %s\n' % (CAS_ID, stack.mode, CACHE_DEV))
+            if stack.cleaning:
+                out.write('    cleaning:\n      policy: %s\n'
+                          % stack.cleaning)
+        with open(kernel_bench.OPENCAS_CONF, 'w') as conf:
+            conf.write('version=19.3.0\n[caches]\n%d\t%s\t%s\n[cores]\n' % (
+                CAS_ID, CACHE_DEV, stack.mode.upper()))
+        for name, value in (
+                ('cache_instances', {stack.mode: str(CAS_ID)}),
+                ('opencas_conf', kernel_bench.OPENCAS_CONF),
+                ('lock_path', self.workdir), ('state_path', self.workdir),
+                ('host_layout', layout),
+                ('flush_timeout', FLUSH_TIMEOUT_S), ('casadm_timeout', 60)):
+            kernel_bench.CONF.set_override(name, value,
+                                           group=kernel_bench.opts.GROUP)
+
+    @contextlib.contextmanager
+    def stack(self, stack: data.Stack, args: argparse.Namespace
+              ) -> Iterator[Device]:
+        if stack.kind == 'krbd':
+            with self.krbd(args) as path:
+                yield Device(stack, path)
+        elif stack.kind == 'cas':
+            wipe(CACHE_DEV)
+            self.start_cas(stack)
+            try:
+                props, path = self.attach(self.new_image(args), stack.mode)
+                try:
+                    yield CasDevice(stack, path)
+                finally:
+                    self.detach(props, path)   # flushes dirty data first
+            finally:
+                subprocess.run(['casadm', '-T', '-i', str(CAS_ID)],
+                               capture_output=True, timeout=300)
+        elif stack.kind == 'bcache':
+            with self.krbd(args) as origin, self.bcache(stack, origin) as dev:
+                yield dev
+        else:
+            with self.krbd(args) as origin, self.dm(stack, origin) as dev:
+                yield dev
+
+    @contextlib.contextmanager
+    def bcache(self, stack: data.Stack, origin: str) -> Iterator[Device]:
+        wipe(CACHE_DEV)
+        # 256 KiB buckets: 256 of them on the 64 MiB cache (make-bcache
+        # refuses fewer than 128; its 512 KiB default gives exactly 128)
+        run('make-bcache', '--wipe-bcache', '--bucket', '256k', '-C',
+            CACHE_DEV, '-B', origin)
+        try:
+            for device in (CACHE_DEV, origin):
+                with contextlib.suppress(OSError):
+                    # udev's bcache rule may have registered it already
+                    write_sysfs('/sys/fs/bcache/register', device)
+            backing = '/sys/block/%s/bcache' % os.path.basename(
+                os.path.realpath(origin))
+            wait_for('bcache device on %s' % origin,
+                     lambda: os.path.exists(backing + '/dev'), 60)
+            name = os.path.basename(os.path.realpath(backing + '/dev'))
+            sysfs = '/sys/block/%s/bcache' % name
+            wait_for('bcache attached', lambda: os.path.exists(
+                sysfs + '/cache'), 60)
+            write_sysfs(sysfs + '/cache_mode', 'writeback'
+                        if stack.write_back else 'writethrough')
+            write_sysfs(sysfs + '/sequential_cutoff',
+                        '%dk' % data.SEQ_CUTOFF_KIB)
+            run('udevadm', 'settle', '-t', '30')
+            yield BcacheDevice(stack, '/dev/' + name, sysfs)
+        finally:
+            remove_bcache([CACHE_DEV, origin])
+
+    @contextlib.contextmanager
+    def dm(self, stack: data.Stack, origin: str) -> Iterator[Device]:
+        size = sectors(origin)
+        device: Device
+        if stack.kind == 'dmcache':
+            wipe(METADATA_DEV)
+            table = ('0 %d cache %s %s %s 64 1 %s smq 0' % (
+                size, METADATA_DEV, CACHE_DEV, origin,
+                'writeback' if stack.write_back else 'writethrough'))
+        else:
+            table = '0 %d writecache s %s %s 4096 0' % (
+                size, origin, CACHE_DEV)
+        wipe(CACHE_DEV)
+        run('dmsetup', 'create', DM_NAME, '--table', table)
+        try:
+            path = '/dev/mapper/' + DM_NAME
+            run('udevadm', 'settle', '-t', '30')
+            device = (DmCacheDevice(stack, path, table)
+                      if stack.kind == 'dmcache'
+                      else WritecacheDevice(stack, path))
+            yield device
+        finally:
+            # dirty blocks left (a drain timed out) stay on the cache
+            # device, wiped before the next stack: throwaway images
+            run('dmsetup', 'remove', '--retry', DM_NAME)
+
+
+def bcache_left() -> list[str]:
+    return glob.glob('/sys/block/bcache*') + glob.glob('/sys/fs/bcache/*-*')
+
+
+def remove_bcache(devices: list[str]) -> None:
+    """Stop every bcache device and cache set, wipe their superblocks.
+
+    udev's bcache rule registers a device again on the change event its
+    close sends while the superblock is still there: wipe, settle, check.
+    """
+    for _attempt in range(3):
+        for path in (glob.glob('/sys/block/bcache*/bcache/stop') +
+                     glob.glob('/sys/fs/bcache/*-*/unregister')):
+            with contextlib.suppress(OSError):   # going already
+                write_sysfs(path, '1')
+        wait_for('bcache to let go', lambda: not bcache_left(), 60)
+        for device in devices:
+            wipe(device)
+        run('udevadm', 'settle', '-t', '30')
+        if not bcache_left():
+            return
+    raise RuntimeError('bcache left behind: %s' % bcache_left())
+
+
+def opencas_release() -> Optional[tuple[int, int]]:
+    version = os.environ.get('OS_BRICK_CAS_OPENCAS_VERSION', '')
+    parts = version.lstrip('v').split('.')
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+# -- the cases --------------------------------------------------------------
+
+class DirtySampler(threading.Thread):
+    """Samples a device's dirty data twice a second while a case runs."""
+
+    def __init__(self, device: Device, started: float):
+        super().__init__(daemon=True)
+        self.device = device
+        self.started = started
+        self.samples: list[tuple[float, int]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            self.sample()
+
+    def sample(self) -> None:
+        try:
+            dirty = self.device.dirty_bytes()
+        except (RuntimeError, OSError, ValueError):
+            return
+        if dirty is not None:
+            self.samples.append((time.monotonic() - self.started, dirty))
+
+
+def proc_stat() -> str:
+    with open('/proc/stat') as stat:
+        return stat.read()
+
+
+def run_case(device: Device, case: data.Case, args: argparse.Namespace,
+             started: float) -> dict[str, Any]:
+    if case.cleaning:
+        device.set_cleaning(case.cleaning == 'start')
+    span = args.image_mb if case.span == 'image' else args.range_mb
+    # a bcache device is its backing device less bcache's data offset
+    span = min(span, sectors(device.path) * 512 // 2 ** 20)
+    sampler = DirtySampler(device, started) if case.sample_dirty else None
+    counters = device.read_counters()
+    cpu_before = proc_stat()
+    if sampler:
+        sampler.sample()
+        sampler.start()
+    try:
+        out = run(*data.fio_argv(case, device.path, args.runtime, span))
+    finally:
+        if sampler:
+            sampler.done.set()
+            sampler.join()
+    cpu_after = proc_stat()
+    result = dict(data.parse_fio(out), stack=device.stack.name,
+                  case=case.name)
+    result['cpu_us_per_io'] = data.cpu_us_per_io(
+        cpu_before, cpu_after, result['ios'], os.sysconf('SC_CLK_TCK'))
+    after = device.read_counters()
+    if counters is not None and after is not None:
+        result['read_hit_ratio'] = data.hit_ratio(
+            after[0] - counters[0], after[1] - counters[1])
+    if sampler:
+        sampler.sample()
+        result['dirty'] = sampler.samples
+    return result
+
+
+def run_stack(bed: Bed, stack: data.Stack, args: argparse.Namespace,
+              emit: Callable[[str], None], entry: dict[str, Any]) -> None:
+    """Run *stack*'s cases into *entry* (kept if a later case fails)."""
+    started = time.monotonic()
+    entry.update(stack=stack.name, kind=stack.kind, mode=stack.mode,
+                 cleaning=stack.cleaning, cases=[], drain={})
+    with bed.stack(stack, args) as device:
+        if isinstance(device, CasDevice):
+            # what the product's attach gave the core (host layout)
+            with contextlib.suppress(RuntimeError):
+                entry['core_seq_cutoff'] = run(
+                    'casadm', '-G', '-n', 'seq-cutoff', '-i',
+                    str(device.bench.cache_id), '-j',
+                    str(device.bench.core_id), '-o', 'csv').strip()
+                emit('%-14s core seq-cutoff: %s' % (
+                    stack.name, entry['core_seq_cutoff'].replace('\n', '; ')))
+        for case in data.cases_for(stack):
+            row = run_case(device, case, args, started)
+            entry['cases'].append(row)
+            emit(format_row(row))
+        if stack.write_back:
+            dirty = device.dirty_bytes()
+            try:
+                seconds = device.drain()
+            except RuntimeError as exc:   # timed out: figures kept
+                entry['drain'] = {'dirty_bytes': dirty, 'seconds': None,
+                                  'error': str(exc)}
+                emit('%-14s drain: %s bytes dirty, %s' % (
+                    stack.name, dirty, exc))
+            else:
+                entry['drain'] = {'dirty_bytes': dirty, 'seconds': seconds}
+                emit('%-14s drain: %s bytes dirty, %.1f s' % (
+                    stack.name, dirty, seconds or 0))
+    entry['seconds'] = time.monotonic() - started
+
+
+def format_row(row: dict[str, Any]) -> str:
+    parts = ['%-14s %-24s' % (row['stack'], row['case'])]
+    for name in ('read', 'write'):
+        if row.get(name):
+            item = row[name]
+            parts.append('%s avg %.0f us p99 %s us %.0f IOPS' % (
+                name, item['avg_us'], '%.0f' % item['p99_us']
+                if item['p99_us'] is not None else '-', item['iops']))
+    if row.get('cpu_us_per_io') is not None:
+        parts.append('cpu %.0f us/IO' % row['cpu_us_per_io'])
+    if row.get('read_hit_ratio') is not None:
+        parts.append('hit %.0f%%' % (100 * row['read_hit_ratio']))
+    if row.get('dirty'):
+        parts.append('dirty max %.1f MiB' % (
+            max(value for _, value in row['dirty']) / 2 ** 20))
+    return '  '.join(parts)
+
+
+# -- prerequisites, the run -----------------------------------------------
+
+def check_prerequisites() -> list[str]:
+    """What is missing: modules that cannot load, tools not on PATH."""
+    missing = []
+    for module in MODULES:
+        if os.path.isdir('/sys/module/' + module):
+            continue
+        done = subprocess.run(['modprobe', module], capture_output=True,
+                              text=True)
+        if done.returncode:
+            missing.append('module %s: %s' % (module, done.stderr.strip()))
+    missing += ['tool %s not on PATH' % tool for tool in TOOLS
+                if not shutil.which(tool)]
+    for device in (CACHE_DEV, METADATA_DEV):
+        if not os.path.exists(device):
+            missing.append('block device %s (brd) missing' % device)
+    return missing
+
+
+QUICK = {'runtime': 3, 'range_mb': 8, 'image_mb': 80,
+         'cas_cleaning': 'alru', 'drain_timeout': 60}
+
+
+def run_guest(args: argparse.Namespace) -> int:
+    if args.quick:
+        for name, value in QUICK.items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
+    for name, value in (('runtime', 10), ('range_mb', 16), ('image_mb', 128),
+                        ('cas_cleaning', 'alru,acp'), ('drain_timeout', 300)):
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    global DRAIN_TIMEOUT_S
+    DRAIN_TIMEOUT_S = args.drain_timeout
+    stack_list = data.stacks(args.cas_cleaning.split(','))
+    if args.stacks:
+        stack_list = [s for s in stack_list if s.name in args.stacks]
+    results_dir = args.results or os.environ.get(
+        'OS_BRICK_CAS_KERNEL_RESULTS')
+    report, emit = kernel_bench.drain_bench.start_report()
+    cache_mib = (sectors(CACHE_DEV) * 512 // 2 ** 20
+                 if os.path.exists(CACHE_DEV) else None)
+    emit('os-brick-cas peer benchmark -- %s; kernel %s' % (
+        LABEL, os.uname().release))
+    emit('cache %s (%s MiB) for every stack; dm-cache metadata %s; fixed '
+         'range %d MiB, image %d MiB, fio %d s per timed case' % (
+             CACHE_DEV, cache_mib, METADATA_DEV, args.range_mb,
+             args.image_mb, args.runtime))
+    emit('plan:')
+    for line in data.plan(stack_list):
+        emit('  ' + line)
+    missing = check_prerequisites()
+    for line in missing:
+        emit('MISSING ' + line)
+    if args.dry_run:
+        emit('dry run: %s' % ('prerequisites missing' if missing else
+                              'prerequisites present, no IO done'))
+        save(results_dir, {'where': LABEL, 'dry_run': True,
+                           'missing': missing}, report)
+        return 1 if missing else 0
+    if missing:
+        return 1
+    ceph_conf = os.environ.get('OS_BRICK_CAS_KERNEL_CEPH_CONF')
+    if os.environ.get('OS_BRICK_CAS_KERNEL_GUEST') != '1' or not ceph_conf:
+        print('runs only inside the real-kernel guest: '
+              'tools/run-kernel-tests.sh --bench-peers', file=sys.stderr)
+        return 2
+    from tests.kernel import base as kernel_base   # the guest's checkout
+    bed = Bed(ceph_conf, kernel_base.mon_port(),
+              tempfile.mkdtemp(prefix='os-brick-cas-peers-'))
+    os.makedirs(os.path.dirname(kernel_bench.OPENCAS_CONF), exist_ok=True)
+    document: dict[str, Any] = {
+        'where': LABEL, 'kernel': os.uname().release,
+        'opencas': os.environ.get('OS_BRICK_CAS_OPENCAS_VERSION'),
+        'cache_mib': cache_mib, 'range_mb': args.range_mb,
+        'image_mb': args.image_mb, 'runtime_s': args.runtime,
+        'seq_cutoff_kib': data.SEQ_CUTOFF_KIB, 'stacks': [], 'failed': []}
+    rc = 0
+    for stack in stack_list:
+        entry: dict[str, Any] = {}
+        document['stacks'].append(entry)
+        try:
+            run_stack(bed, stack, args, emit, entry)
+        except Exception as exc:   # recorded: the other stacks still run
+            rc = 1
+            emit('%s FAILED: %s' % (stack.name, exc))
+            entry['error'] = str(exc)
+            document['failed'].append({'stack': stack.name,
+                                       'error': str(exc)})
+        save(results_dir, document, report)
+    leftovers = left_behind()
+    if leftovers:
+        rc = 1
+        emit('LEFT BEHIND: %s' % ', '.join(leftovers))
+    document['left_behind'] = leftovers
+    save(results_dir, document, report)
+    return rc
+
+
+def left_behind() -> list[str]:
+    """Stacks still present after the run (there must be none)."""
+    found = bcache_left()
+    found += glob.glob('/dev/mapper/' + DM_NAME)
+    found += glob.glob('/dev/cas%d-*' % CAS_ID)
+    return found
+
+
+def save(results_dir: Optional[str], document: dict[str, Any],
+         report: list[str]) -> None:
+    if not results_dir:
+        return
+    with open(os.path.join(results_dir, 'peers.json'), 'w') as out:
+        json.dump(document, out, indent=1)
+    with open(os.path.join(results_dir, 'peers.txt'), 'w') as out:
+        out.write('\n'.join(report) + '\n')
+
+
+# -- the plot (on the host, with matplotlib) -------------------------------
+
+def run_plot(args: argparse.Namespace) -> int:
+    import matplotlib
+    matplotlib.use('Agg')
+    from matplotlib import pyplot
+    with open(args.json) as source:
+        document = json.load(source)
+    stack_names = [item['stack'] for item in document['stacks']]
+    case_names = [case.name for case in data.CASES if case.name != 'warm-up']
+    figure, (lat_axis, dirty_axis) = pyplot.subplots(
+        2, 1, figsize=(13, 10))
+    width = 0.8 / max(len(stack_names), 1)
+    for index, item in enumerate(document['stacks']):
+        by_case = {row['case']: row for row in item.get('cases', [])}
+        values = []
+        for name in case_names:
+            row = by_case.get(name, {})
+            direction = row.get('read') or row.get('write')
+            values.append(direction['avg_us'] if direction else 0)
+        lat_axis.bar([x + index * width for x in range(len(case_names))],
+                     values, width, label=item['stack'])
+        samples = [sample for row in item.get('cases', [])
+                   for sample in row.get('dirty') or []]
+        if samples:
+            dirty_axis.plot([s[0] for s in samples],
+                            [s[1] / 2 ** 20 for s in samples], '.-',
+                            label=item['stack'])
+    lat_axis.set_xticks([x + 0.4 for x in range(len(case_names))])
+    lat_axis.set_xticklabels(case_names, rotation=25, ha='right',
+                             fontsize=8)
+    lat_axis.set_yscale('log')
+    lat_axis.set_ylabel('average latency, us (log)')
+    lat_axis.legend(fontsize=7, ncol=3)
+    lat_axis.set_title('peers: %s\nTCG guest -- relative within this run, '
+                       'not hardware figures' % document.get('kernel', ''),
+                       fontsize=9)
+    dirty_axis.set_xlabel('seconds since the stack was set up')
+    dirty_axis.set_ylabel('dirty data, MiB')
+    dirty_axis.legend(fontsize=7)
+    figure.tight_layout()
+    os.makedirs(args.directory, exist_ok=True)
+    figure.savefig(os.path.join(args.directory, 'peers.png'), dpi=90)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    sub = parser.add_subparsers(dest='command', required=True)
+    guest = sub.add_parser('run', help='measure (inside the guest)')
+    guest.add_argument('--results', help='write peers.json/peers.txt here '
+                       '(default: $OS_BRICK_CAS_KERNEL_RESULTS)')
+    guest.add_argument('--dry-run', action='store_true',
+                       help='check prerequisites, print the plan, no IO')
+    guest.add_argument('--quick', action='store_true',
+                       help='short development profile: %s' % QUICK)
+    guest.add_argument('--runtime', type=int,
+                       help='fio seconds per timed case (default 10)')
+    guest.add_argument('--range-mb', type=int,
+                       help='the fixed range, fits the cache (default 16)')
+    guest.add_argument('--image-mb', type=int,
+                       help='each image, larger than the cache (default '
+                            '128; the brd cache is 64 MiB)')
+    guest.add_argument('--cas-cleaning',
+                       help='Open CAS wb cleaning policies, one stack each '
+                            '(default alru,acp; alru is the product\'s)')
+    guest.add_argument('--drain-timeout', type=int,
+                       help='seconds to wait for a cache to clean itself '
+                            'after its cases (default 300)')
+    guest.add_argument('--stacks', type=lambda text: text.split(','),
+                       help='only these stacks (names as in the plan)')
+    guest.set_defaults(func=run_guest)
+    plot = sub.add_parser('plot', help='draw peers.png (on the host)')
+    plot.add_argument('json')
+    plot.add_argument('directory')
+    plot.set_defaults(func=run_plot)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,284 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The pure part of the peer benchmark (benchmarks/peers.py).
+
+The case table, the stacks, fio's JSON, the peers' status lines (bcache's
+sysfs sizes, dm-cache and dm-writecache ``dmsetup status``), the guest's
+CPU counters and the casadm ``-X`` lines that give an Open CAS instance
+the product's per-mode defaults. Nothing here runs a command.
+"""
+
+import dataclasses
+import json
+import re
+from typing import Any, Optional
+
+from os_brick_cas import host_layout
+from os_brick_cas import host_layout_params as P
+from os_brick_cas import modes
+
+#: the product's sequential cut-off threshold, given to bcache as well
+SEQ_CUTOFF_KIB = host_layout.DIRTY_DEFAULTS[P.SEQ_CUTOFF]['threshold_kib']
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One fio run on a stack.
+
+    *span* ``range``: the fixed range (fits the cache); ``image``: the
+    whole image (larger than the cache). *full*: not time based, every
+    block once (the warm-up pass). *wb_only*: only on write-back stacks.
+    *cleaning*: ``stop`` stops the stack's cleaning before the run,
+    ``start`` restarts it. *sample_dirty*: dirty data sampled during it.
+    """
+
+    name: str
+    rw: str
+    iodepth: int = 1
+    bs: str = '4k'
+    span: str = 'range'
+    zipf: Optional[float] = None
+    full: bool = False
+    wb_only: bool = False
+    cleaning: Optional[str] = None
+    sample_dirty: bool = False
+    study: str = ''
+
+
+#: in run order on every stack (the warm-up feeds the hit cases)
+CASES = (
+    Case('cold-randread-qd1', 'randread', study='4: cold read; seed 4k QD1'),
+    Case('warm-up', 'randread', 16, full=True,
+         study='5: read the fixed range once'),
+    Case('hit-randread-qd1', 'randread', study='5: read hit, fixed range'),
+    Case('hit-randread-qd16', 'randread', 16, study='QD16 read'),
+    Case('seq-scan', 'read', 4, bs='128k', span='image', full=True,
+         study='sequential scan through a warm cache'),
+    Case('after-scan-randread-qd1', 'randread',
+         study='5 after the scan: did the scan evict the range?'),
+    Case('zipf-randread-qd1', 'randread', span='image', zipf=1.1,
+         study='skewed working set larger than the cache'),
+    Case('randwrite-qd1', 'randwrite', study='seed 4k QD1 write'),
+    Case('randwrite-qd16', 'randwrite', 16, study='QD16 write'),
+    Case('fill-no-cleaning', 'randwrite', 16, span='image', wb_only=True,
+         cleaning='stop', sample_dirty=True,
+         study='1: write-only caching, cleaning stopped, until full'),
+    Case('write-while-cleaning', 'randwrite', wb_only=True,
+         cleaning='start', sample_dirty=True,
+         study='2: write while cleaning'),
+    Case('read-while-cleaning', 'randread', wb_only=True,
+         sample_dirty=True, study='3: read while cleaning'),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stack:
+    """One cache stack: *kind* krbd, cas, bcache, dmcache or dmwritecache."""
+
+    name: str
+    kind: str
+    mode: Optional[str] = None   # wt, wb (None: krbd)
+    cleaning: Optional[str] = None   # Open CAS wb: alru (default) or acp
+
+    @property
+    def write_back(self) -> bool:
+        return self.mode == 'wb'
+
+
+def stacks(cas_cleaning: list[str]) -> list[Stack]:
+    """Every stack of one run: plain krbd, the write-back ones, then wt.
+
+    Write-back first: they run every case, so a run cut short by the
+    guest's time bound still compares all four caches.
+    """
+    result = [Stack('krbd', 'krbd')]
+    result += [Stack('cas-wb' if policy == 'alru' else 'cas-wb-' + policy,
+                     'cas', 'wb', policy) for policy in cas_cleaning]
+    result += [Stack('bcache-wb', 'bcache', 'wb'),
+               Stack('dmcache-wb', 'dmcache', 'wb'),
+               Stack('dmwritecache', 'dmwritecache', 'wb'),
+               Stack('cas-wt', 'cas', 'wt'),
+               Stack('bcache-wt', 'bcache', 'wt'),
+               Stack('dmcache-wt', 'dmcache', 'wt')]
+    return result
+
+
+def cases_for(stack: Stack) -> list[Case]:
+    """The cases run on *stack*: the write-back ones only on wb stacks.
+
+    dm-writecache runs the read cases too (it caches no reads: it shows).
+    """
+    return [case for case in CASES if stack.write_back or not case.wb_only]
+
+
+def plan(stack_list: list[Stack]) -> list[str]:
+    """The plan, one line per stack: its cases."""
+    return ['%-14s %s' % (stack.name, ', '.join(
+        case.name for case in cases_for(stack))) for stack in stack_list]
+
+
+def fio_argv(case: Case, path: str, runtime: int, span_mb: int) -> list[str]:
+    """fio's argv of *case* on *path* over its first *span_mb* MiB."""
+    argv = ['fio', '--name=%s' % case.name, '--filename=%s' % path,
+            '--rw=%s' % case.rw, '--bs=%s' % case.bs,
+            '--iodepth=%d' % case.iodepth, '--ioengine=libaio',
+            '--direct=1', '--numjobs=1', '--size=%dM' % span_mb,
+            '--lat_percentiles=1', '--percentile_list=50:99',
+            '--output-format=json']
+    if case.full:
+        argv.append('--randrepeat=0')    # random map: every block once
+    else:
+        argv += ['--time_based', '--runtime=%d' % runtime,
+                 '--randrepeat=0', '--norandommap']
+    if case.zipf is not None:
+        argv.append('--random_distribution=zipf:%s' % case.zipf)
+    return argv
+
+
+def parse_fio(output: str) -> dict[str, Any]:
+    """Per direction: iops, avg_us, p99_us, ios; and the job's runtime."""
+    start = output.find('{')
+    if start < 0:
+        raise ValueError('no JSON in fio output: %r' % output[:200])
+    jobs = json.loads(output[start:]).get('jobs') or []
+    if len(jobs) != 1:
+        raise ValueError('expected one fio job, got %d' % len(jobs))
+    job = jobs[0]
+    if job.get('error'):
+        raise ValueError('fio job failed with error %s' % job['error'])
+    result: dict[str, Any] = {'ios': 0}
+    for name in ('read', 'write'):
+        data = job.get(name) or {}
+        ios = int(data.get('total_ios') or 0)
+        if not ios:
+            continue
+        lat = data.get('lat_ns') or {}
+        p99 = (lat.get('percentile') or {}).get('99.000000')
+        result[name] = {'iops': float(data['iops']), 'ios': ios,
+                        'avg_us': float(lat.get('mean', 0.0)) / 1000.0,
+                        'p99_us': None if p99 is None else p99 / 1000.0}
+        result['ios'] += ios
+    return result
+
+
+def cpu_busy_ticks(proc_stat: str) -> tuple[int, int]:
+    """(busy, total) clock ticks of /proc/stat's ``cpu`` line."""
+    for line in proc_stat.splitlines():
+        fields = line.split()
+        if fields and fields[0] == 'cpu':
+            ticks = [int(value) for value in fields[1:]]
+            idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+            return sum(ticks) - idle, sum(ticks)
+    raise ValueError('no cpu line in /proc/stat')
+
+
+def cpu_us_per_io(before: str, after: str, ios: int, hz: int
+                  ) -> Optional[float]:
+    """Busy CPU time of the whole guest per IO, in µs."""
+    if ios <= 0:
+        return None
+    busy = cpu_busy_ticks(after)[0] - cpu_busy_ticks(before)[0]
+    return busy * 1e6 / hz / ios
+
+
+_UNITS = {'': 1, 'k': 2 ** 10, 'M': 2 ** 20, 'G': 2 ** 30, 'T': 2 ** 40}
+
+
+def parse_bcache_size(text: str) -> int:
+    """Bytes of bcache's human sizes (``dirty_data``: ``12.5M``, ``0.0k``)."""
+    match = re.fullmatch(r'\s*([0-9.]+)([kMGT]?)\s*', text)
+    if not match:
+        raise ValueError('not a bcache size: %r' % text)
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def _status_fields(line: str, target: str) -> list[str]:
+    fields = line.split()
+    if len(fields) < 3 or fields[2] != target:
+        raise ValueError('not a %s status line: %r' % (target, line))
+    return fields[3:]
+
+
+def parse_dmcache_status(line: str) -> dict[str, int]:
+    """dm-cache's ``dmsetup status``: blocks, read hits/misses, dirty.
+
+    ``<md block> <used>/<total md> <cache block> <used>/<total cache>
+    <read hits> <read misses> <write hits> <write misses> <demotions>
+    <promotions> <dirty> ...`` (the kernel's dm-cache documentation).
+    """
+    fields = _status_fields(line, 'cache')
+    used, total = (int(part) for part in fields[3].split('/'))
+    return {'block_sectors': int(fields[2]), 'used_blocks': used,
+            'total_blocks': total, 'read_hits': int(fields[4]),
+            'read_misses': int(fields[5]), 'write_hits': int(fields[6]),
+            'write_misses': int(fields[7]), 'dirty_blocks': int(fields[10])}
+
+
+def parse_writecache_status(line: str) -> dict[str, int]:
+    """dm-writecache's status line.
+
+    ``<error> <total> <free> <writeback>``, then (5.15+) ``<read blocks>
+    <read hits> ...``.
+    """
+    fields = [int(value) for value in _status_fields(line, 'writecache')]
+    result = {'error': fields[0], 'total_blocks': fields[1],
+              'free_blocks': fields[2], 'writeback_blocks': fields[3]}
+    if len(fields) >= 6:
+        result.update(read_blocks=fields[4], read_hits=fields[5])
+    return result
+
+
+def layout_argvs(cache_id: int, mode: str, cleaning: Optional[str] = None,
+                 release: Optional[tuple[int, int]] = None
+                 ) -> list[list[str]]:
+    """``casadm -X`` argvs: the product's per-mode defaults.
+
+    From host_layout.mode_defaults for instance *cache_id*; *cleaning*
+    instead of the default cleaning policy (then Open CAS's own
+    parameters for it). Parameters casadm of *release* does not know are
+    left out.
+    """
+    defaults = host_layout.mode_defaults(modes.CacheMode(mode))
+    argvs = []
+    for section in host_layout.SECTIONS:
+        values = dict(defaults[section])
+        if section == P.CLEANING and cleaning and \
+                cleaning != values['policy']:
+            values = {'policy': cleaning}
+        policy = values.pop('policy')
+        argvs.append(['casadm', '-X', '-n', section, '-i', str(cache_id),
+                      '-p', policy])
+        namespace = (section if section == P.SEQ_CUTOFF else
+                     P.namespace_of_policy(section, policy))
+        if section == P.SEQ_CUTOFF:
+            argvs[-1] = ['casadm', '-X', '-n', section, '-i', str(cache_id),
+                         '--policy', policy]
+        if namespace is None:
+            continue
+        options = []
+        for field, value in values.items():
+            param = P.find(namespace, field)
+            if P.supported(param, release):
+                options += ['--%s' % param.option, str(value)]
+        if not options:
+            continue
+        if section == P.SEQ_CUTOFF:
+            argvs[-1] += options
+        else:
+            argvs.append(['casadm', '-X', '-n', namespace, '-i',
+                          str(cache_id)] + options)
+    return argvs
+
+
+def hit_ratio(hits: int, total: int) -> Optional[float]:
+    return None if total <= 0 else hits / total

@@ -1,0 +1,178 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The pure logic of the peer benchmark (benchmarks/peers_data.py)."""
+
+import importlib.util
+import json
+import os
+
+import testtools
+
+from os_brick_cas import host_layout
+from os_brick_cas import host_layout_params as P
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SAMPLE = os.path.join(ROOT, 'tests', 'unit', 'os_brick_cas', 'data',
+                      'fio_randrw70_qd1.json')
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location(
+        'peers_data', os.path.join(ROOT, 'benchmarks', 'peers_data.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+data = _load()
+
+
+class FioTest(testtools.TestCase):
+
+    def test_parse_real_fio_json(self):
+        with open(SAMPLE) as source:
+            text = source.read()
+        job = json.loads(text)['jobs'][0]
+        parsed = data.parse_fio('fio: a warning first\n' + text)
+        for name in ('read', 'write'):
+            self.assertEqual(job[name]['total_ios'], parsed[name]['ios'])
+            self.assertAlmostEqual(job[name]['lat_ns']['mean'] / 1000.0,
+                                   parsed[name]['avg_us'])
+            self.assertAlmostEqual(
+                job[name]['lat_ns']['percentile']['99.000000'] / 1000.0,
+                parsed[name]['p99_us'])
+        self.assertEqual(job['read']['total_ios'] + job['write']['total_ios'],
+                         parsed['ios'])
+
+    def test_failed_job_refused(self):
+        self.assertRaises(ValueError, data.parse_fio,
+                          json.dumps({'jobs': [{'error': 5}]}))
+        self.assertRaises(ValueError, data.parse_fio, 'no json')
+
+    def test_argv_time_based_or_every_block_once(self):
+        cases = {case.name: case for case in data.CASES}
+        timed = data.fio_argv(cases['zipf-randread-qd1'], '/dev/x', 7, 96)
+        self.assertIn('--runtime=7', timed)
+        self.assertIn('--norandommap', timed)
+        self.assertIn('--size=96M', timed)
+        self.assertIn('--random_distribution=zipf:1.1', timed)
+        warm = data.fio_argv(cases['warm-up'], '/dev/x', 7, 16)
+        self.assertNotIn('--time_based', warm)
+        self.assertNotIn('--norandommap', warm)
+        self.assertIn('--size=16M', warm)
+
+
+class CpuTest(testtools.TestCase):
+    BEFORE = 'cpu  100 0 50 1000 20 0 5 0 0 0\ncpu0 1 2 3 4\n'
+    AFTER = 'cpu  160 0 90 1500 30 0 5 0 0 0\ncpu0 1 2 3 4\n'
+
+    def test_busy_ticks_leave_idle_and_iowait_out(self):
+        self.assertEqual((155, 1175), data.cpu_busy_ticks(self.BEFORE))
+
+    def test_per_io(self):
+        # 100 busy ticks at 100 Hz = 1 s over 1000 IOs = 1000 us
+        self.assertEqual(1000.0, data.cpu_us_per_io(
+            self.BEFORE, self.AFTER, 1000, 100))
+        self.assertIsNone(data.cpu_us_per_io(self.BEFORE, self.AFTER, 0,
+                                             100))
+
+
+class StatusTest(testtools.TestCase):
+
+    def test_bcache_sizes(self):
+        self.assertEqual(0, data.parse_bcache_size('0.0k'))
+        self.assertEqual(512, data.parse_bcache_size('512\n'))
+        self.assertEqual(int(12.5 * 2 ** 20), data.parse_bcache_size('12.5M'))
+        self.assertEqual(2 ** 30, data.parse_bcache_size('1.0G'))
+        self.assertRaises(ValueError, data.parse_bcache_size, '12 MiB')
+
+    def test_dmcache_status(self):
+        # the kernel documentation's field order (dm-cache, Status)
+        line = ('0 196608 cache 8 27/2048 64 812/1024 301 52 88 640 3 '
+                '815 17 1 writeback 2 migration_threshold 2048 smq 0 rw -')
+        status = data.parse_dmcache_status(line)
+        self.assertEqual({'block_sectors': 64, 'used_blocks': 812,
+                          'total_blocks': 1024, 'read_hits': 301,
+                          'read_misses': 52, 'write_hits': 88,
+                          'write_misses': 640, 'dirty_blocks': 17}, status)
+        self.assertRaises(ValueError, data.parse_dmcache_status,
+                          line.replace(' cache ', ' linear '))
+
+    def test_writecache_status(self):
+        old = data.parse_writecache_status('0 196608 writecache 0 16000 '
+                                           '15000 12')
+        self.assertEqual({'error': 0, 'total_blocks': 16000,
+                          'free_blocks': 15000, 'writeback_blocks': 12}, old)
+        new = data.parse_writecache_status(
+            '0 196608 writecache 0 16000 15000 12 400 37 900 1 2 3 4 5')
+        self.assertEqual((400, 37), (new['read_blocks'], new['read_hits']))
+
+
+class TableTest(testtools.TestCase):
+
+    def test_stacks_and_cases(self):
+        stack_list = data.stacks(['alru', 'acp'])
+        names = [stack.name for stack in stack_list]
+        self.assertEqual(['krbd', 'cas-wb', 'cas-wb-acp', 'bcache-wb',
+                          'dmcache-wb', 'dmwritecache', 'cas-wt',
+                          'bcache-wt', 'dmcache-wt'], names)
+        by_name = {stack.name: stack for stack in stack_list}
+        wb_cases = [c.name for c in data.cases_for(by_name['bcache-wb'])]
+        wt_cases = [c.name for c in data.cases_for(by_name['bcache-wt'])]
+        self.assertIn('fill-no-cleaning', wb_cases)
+        self.assertNotIn('fill-no-cleaning', wt_cases)
+        self.assertEqual(len(data.CASES), len(wb_cases))
+        # the warm-up comes before the hit cases it feeds
+        self.assertLess(wt_cases.index('warm-up'),
+                        wt_cases.index('hit-randread-qd1'))
+        self.assertEqual(len(stack_list), len(data.plan(stack_list)))
+
+    def test_every_study_case_present(self):
+        studies = ' '.join(case.study for case in data.CASES)
+        for number in '12345':
+            self.assertIn('%s:' % number, studies)
+
+
+class LayoutTest(testtools.TestCase):
+
+    @staticmethod
+    def lines(*args, **kwargs):
+        return [' '.join(argv) for argv in data.layout_argvs(*args, **kwargs)]
+
+    def test_wb_gets_the_products_defaults(self):
+        cleaning = host_layout.DIRTY_DEFAULTS[P.CLEANING]
+        lines = self.lines(1, 'wb', release=(25, 12))
+        self.assertIn('casadm -X -n cleaning -i 1 -p alru', lines)
+        alru = [line for line in lines if 'cleaning-alru' in line]
+        self.assertEqual(1, len(alru))
+        self.assertIn('--wake-up %d' % cleaning['wake_up_s'], alru[0])
+        self.assertIn('--dirty-ratio-threshold %d'
+                      % cleaning['dirty_ratio_threshold_pct'], alru[0])
+        self.assertIn('casadm -X -n seq-cutoff -i 1 --policy always '
+                      '--threshold %d' % data.SEQ_CUTOFF_KIB, lines)
+        self.assertIn('casadm -X -n promotion -i 1 -p always', lines)
+
+    def test_older_release_leaves_newer_params_out(self):
+        lines = ' '.join(self.lines(1, 'wb', release=(24, 9)))
+        self.assertNotIn('dirty-ratio', lines)
+        self.assertIn('--wake-up', lines)
+
+    def test_wt_promotes_by_nhit_and_other_cleaning_gets_casadm_own(self):
+        lines = self.lines(1, 'wt', release=(25, 12))
+        self.assertIn('casadm -X -n promotion -i 1 -p nhit', lines)
+        self.assertTrue(any('promotion-nhit' in line and '--threshold 3'
+                            in line for line in lines))
+        acp = self.lines(2, 'wb', 'acp', release=(25, 12))
+        self.assertIn('casadm -X -n cleaning -i 2 -p acp', acp)
+        self.assertFalse(any('cleaning-' in line for line in acp))
