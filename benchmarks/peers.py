@@ -21,7 +21,7 @@ In one run, on the same cache device (brd /dev/ram0, the same size for
 every stack) in front of a fresh krbd image of the guest's Ceph per
 stack: plain krbd; Open CAS wt and wb attached by the product's
 CachedRBDConnector with the product's per-mode defaults
-(host_layout.mode_defaults); bcache writethrough and writeback
+(layout_file.mode_defaults); bcache writethrough and writeback
 (sequential_cutoff = the product's seq-cutoff threshold); dm-cache smq
 writethrough and writeback (metadata on /dev/ram3); dm-writecache. The
 cases (peers_data.CASES) are the seed study's five, 4k QD1/QD16 random
@@ -245,7 +245,7 @@ class Bed(kernel_bench.Host):
 
     def start_cas(self, stack: data.Stack) -> None:
         run('casadm', '-S', '-i', str(CAS_ID), '-d', CACHE_DEV, '-c',
-            stack.mode, '-x', str(data.host_layout.DEFAULT_LINE_SIZE_KIB),
+            stack.mode, '-x', str(data.layout_file.DEFAULT_LINE_SIZE_KIB),
             '--force')
         for argv in data.layout_argvs(CAS_ID, stack.mode, stack.cleaning,
                                       opencas_release()):

@@ -23,12 +23,12 @@ import json
 import re
 from typing import Any, Optional
 
-from os_brick_cas import host_layout
-from os_brick_cas import host_layout_params as P
+from os_brick_cas.host import layout_file
 from os_brick_cas import modes
+from os_brick_cas.opencas import casadm_params as P
 
 #: the product's sequential cut-off threshold, given to bcache as well
-SEQ_CUTOFF_KIB = host_layout.DIRTY_DEFAULTS[P.SEQ_CUTOFF]['threshold_kib']
+SEQ_CUTOFF_KIB = layout_file.DIRTY_DEFAULTS[P.SEQ_CUTOFF]['threshold_kib']
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,14 +243,14 @@ def layout_argvs(cache_id: int, mode: str, cleaning: Optional[str] = None,
                  ) -> list[list[str]]:
     """``casadm -X`` argvs: the product's per-mode defaults.
 
-    From host_layout.mode_defaults for instance *cache_id*; *cleaning*
+    From layout_file.mode_defaults for instance *cache_id*; *cleaning*
     instead of the default cleaning policy (then Open CAS's own
     parameters for it). Parameters casadm of *release* does not know are
     left out.
     """
-    defaults = host_layout.mode_defaults(modes.CacheMode(mode))
+    defaults = layout_file.mode_defaults(modes.CacheMode(mode))
     argvs = []
-    for section in host_layout.SECTIONS:
+    for section in layout_file.SECTIONS:
         values = dict(defaults[section])
         if section == P.CLEANING and cleaning and \
                 cleaning != values['policy']:

@@ -18,8 +18,8 @@ import os
 
 import testtools
 
-from os_brick_cas import host_layout
-from os_brick_cas import host_layout_params as P
+from os_brick_cas.host import layout_file
+from os_brick_cas.opencas import casadm_params as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -151,7 +151,7 @@ class LayoutTest(testtools.TestCase):
         return [' '.join(argv) for argv in data.layout_argvs(*args, **kwargs)]
 
     def test_wb_gets_the_products_defaults(self):
-        cleaning = host_layout.DIRTY_DEFAULTS[P.CLEANING]
+        cleaning = layout_file.DIRTY_DEFAULTS[P.CLEANING]
         lines = self.lines(1, 'wb', release=(25, 12))
         self.assertIn('casadm -X -n cleaning -i 1 -p alru', lines)
         alru = [line for line in lines if 'cleaning-alru' in line]
