@@ -25,6 +25,7 @@ Outputs follow casadm-samples/real-v26.03.2 (042-045, 082-084).
 from typing import Any, Optional
 
 from cas_standin import faults
+from cas_standin import releases
 from cas_standin import state as state_mod
 from os_brick_cas.opencas import casadm_params as table
 
@@ -53,8 +54,8 @@ def handles(argv: list[str]) -> bool:
 
 
 def _release(state: dict[str, Any]) -> tuple[int, int]:
-    from cas_standin import casadm
-    major, minor = (state.get('version') or casadm.VERSION).split('.')[:2]
+    major, minor = (state.get('version') or
+                    releases.DEFAULT_VERSION).split('.')[:2]
     return int(major), int(minor)
 
 

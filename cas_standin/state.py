@@ -41,7 +41,7 @@ def new_state(caches: dict[int, str]) -> dict[str, Any]:
         'udev_by_id': False,
         # Open CAS's udev loader try-adds listed cores (cas_standin/udev.py)
         'udev_loader': False,
-        # release casadm -V reports (None: casadm.VERSION)
+        # release casadm -V reports (None: releases.DEFAULT_VERSION)
         'version': None,
         # first /dev/rbdN and core id - 1, so two simulated hosts in one
         # test never name the same /dev entry
