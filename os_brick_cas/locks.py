@@ -187,8 +187,7 @@ def volume_lock(spec: rbd_names.ImageSpec, timeout: Optional[float] = None):
     Re-entrant for its holder.
     """
     return _lock(volume_lock_name(spec),
-                 'volume %s' % '/'.join(p for p in (spec.pool, spec.namespace,
-                                                    spec.image) if p),
+                 'volume %s' % spec.path,
                  timeout)
 
 

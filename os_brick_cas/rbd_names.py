@@ -96,11 +96,16 @@ class ImageSpec:
     fsid: Optional[str] = None   # normal_fsid() form, None when unknown
 
     @property
-    def label(self) -> str:
-        path = '/'.join(p for p in (self.pool, self.namespace, self.image)
+    def path(self) -> str:
+        """``pool/namespace/image`` (``pool/image`` in the default one)."""
+        return '/'.join(p for p in (self.pool, self.namespace, self.image)
                         if p)
-        return path if not self.fsid else '%s (cluster %s)' % (path,
-                                                               self.fsid)
+
+    @property
+    def label(self) -> str:
+        """The path, and the cluster where it is known."""
+        return (self.path if not self.fsid else
+                '%s (cluster %s)' % (self.path, self.fsid))
 
     def same_image(self, other: 'ImageSpec') -> bool:
         """Same pool/namespace/image, and same cluster where both know."""

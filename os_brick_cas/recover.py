@@ -67,8 +67,7 @@ def recover(volume_id: str, owner_epoch: Optional[str], rbd_user: str,
                                      'names; detach the volume through nova '
                                      'instead.' % core.core_device)
     props = {
-        'name': '/'.join(p for p in (spec.pool, spec.namespace, spec.image)
-                         if p),
+        'name': spec.path,
         'volume_id': volume_id, 'cacheable': True,
         'cache_mode': mode.rsplit('->', 1)[-1],
         'cluster_fsid': str(uuid.UUID(hex=spec.fsid)),

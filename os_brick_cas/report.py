@@ -125,10 +125,8 @@ def rbd_image_of(core_device: str) -> tuple[Optional[str], Optional[str]]:
     name = core_device.rsplit('/', 1)[-1]
     spec = rbd_names.parse_link_name(name)
     if spec is not None:
-        path = '/'.join(p for p in (spec.pool, spec.namespace, spec.image)
-                        if p)
         cinder = _CINDER_VOLUME.fullmatch(spec.image)
-        return path, cinder.group('volume_id') if cinder else None
+        return spec.path, cinder.group('volume_id') if cinder else None
     match = _BY_ID_RBD.fullmatch(name)
     if not match:
         return None, None

@@ -49,8 +49,7 @@ class RBDVolume:
     @property
     def label(self) -> str:
         """How logs and errors name the volume."""
-        return '%s (%s)' % (self.volume_id, '/'.join(
-            p for p in (self.pool, self.namespace, self.image) if p))
+        return '%s (%s)' % (self.volume_id, self.spec.path)
 
     @property
     def spec(self) -> rbd_names.ImageSpec:

@@ -156,9 +156,7 @@ class Volume:
 
     @property
     def label(self) -> str:
-        return self.volume_id or '/'.join(
-            p for p in (self.spec.pool, self.spec.namespace,
-                        self.spec.image) if p)
+        return self.volume_id or self.spec.path
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,6 +35,15 @@ class LinkNameTestCase(testtools.TestCase):
                          second.legacy_link_name())
         self.assertNotEqual(first.link_name(), second.link_name())
 
+    def test_one_path_form_for_every_message(self):
+        # the image path was hand-joined in six modules (issue 38: one
+        # formatter per domain object); they all use ImageSpec.path now
+        self.assertEqual('volumes/volume-1', spec('volumes', 'volume-1').path)
+        self.assertEqual('p/ns-1/img',
+                         spec('p', 'img', namespace='ns-1').path)
+        self.assertEqual('p/img (cluster %s)' % rbd_names.normal_fsid(FSID),
+                         spec('p', 'img').label)
+
     def test_round_trip_of_odd_names(self):
         for item in (spec('volumes', 'volume-1'), spec('a b%', 'ü-x'),
                      spec('p', 'img', namespace='ns-1'),
