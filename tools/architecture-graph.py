@@ -73,11 +73,12 @@ def unit_of(module: str) -> str:
     return '.'.join(module.split('.')[:2])
 
 
-def imported(module: str, path: str, known: set[str]) -> set[str]:
-    """The product modules *module* imports (of those in *known*).
+def imported_names(module: str, path: str, known: set[str]) -> set[str]:
+    """Every name *module* imports, relative imports resolved.
 
-    ``from package import name`` imports the module ``package.name`` when
-    there is one, else the package itself.
+    ``from package import name`` is the module ``package.name`` when
+    *known* has it, else ``package``; other names stay as written (a
+    library, or a module of a package not in *known*).
     """
     with open(path) as source:
         tree = ast.parse(source.read(), path)
@@ -96,7 +97,21 @@ def imported(module: str, path: str, known: set[str]) -> set[str]:
             for alias in node.names:
                 full = '%s.%s' % (base, alias.name)
                 names.add(full if full in known else base)
-    return names & known
+    return names
+
+
+def nearest_module(name: str, known: set[str]) -> str:
+    """*name*, or its longest prefix that is a module of *known*."""
+    candidate = name
+    while candidate and candidate not in known:
+        candidate = candidate.rpartition('.')[0]
+    return candidate or name
+
+
+def imported(module: str, path: str, known: set[str]) -> set[str]:
+    """The modules of *known* that *module* imports."""
+    return {nearest_module(name, known)
+            for name in imported_names(module, path, known)} & known
 
 
 def graph(repo: str = REPO) -> Graph:
@@ -115,7 +130,7 @@ def graph(repo: str = REPO) -> Graph:
     return edges
 
 
-def _components(edges: Graph) -> list[list[str]]:
+def components(edges: Graph) -> list[list[str]]:
     """Strongly connected components (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -152,7 +167,7 @@ def _components(edges: Graph) -> list[list[str]]:
 
 def layers(edges: Graph) -> list[list[list[str]]]:
     """Groups (a unit, or a cycle) by layer: 0 imports no other group."""
-    groups = _components(edges)
+    groups = components(edges)
     group_of = {unit: i for i, group in enumerate(groups) for unit in group}
     depth: dict[int, int] = {}
     for i, group in enumerate(groups):     # Tarjan: dependencies first

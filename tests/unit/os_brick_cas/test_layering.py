@@ -21,13 +21,12 @@ cinder_ext); nothing of the product imports the stand-in (cas_standin);
 the Open CAS facts (os_brick_cas.opencas) import only leaf utilities.
 """
 
-import ast
 import os
-from typing import Iterable, Mapping
 
 import testtools
 
 import os_brick_cas
+from tests.unit import test_architecture_doc
 
 ROOT = os.path.dirname(os_brick_cas.__file__)
 TOP = os.path.dirname(ROOT)
@@ -40,11 +39,15 @@ OPENCAS_MAY_IMPORT = ('os_brick_cas.exception', 'os_brick_cas.labels',
                       'os_brick_cas.modes', 'os_brick_cas.opts')
 
 
+#: the import reader and the cycle finder of tools/architecture-graph.py:
+#: one reading of the source for the picture and for these rules
+GRAPH_TOOL = test_architecture_doc.tool()
+
+
 def imported(path: str) -> set[str]:
     """The modules the product module at *path* imports."""
     dotted = os.path.relpath(path, TOP)[:-3].replace(os.sep, '.')
-    return module_imports(dotted.removesuffix('.__init__'), path,
-                          module_files(TOP, PRODUCT))
+    return ImportGraph.shared().imports[dotted.removesuffix('.__init__')]
 
 
 CINDER_EXT = os.path.join(os.path.dirname(ROOT), 'cinder_ext')
@@ -91,100 +94,40 @@ class CinderExtLayeringTestCase(testtools.TestCase):
                 if module.split('.')[0] in SERVICES), name)
 
 
-def module_files(top: str, packages: Iterable[str]) -> dict[str, str]:
-    """Dotted module name -> source path, for every module of *packages*."""
-    found = {}
-    for package in packages:
-        for directory, dirs, files in os.walk(os.path.join(top, package)):
-            for name in files:
-                if name.endswith('.py'):
-                    path = os.path.join(directory, name)
-                    dotted = os.path.relpath(path, top)[:-3].replace(
-                        os.sep, '.')
-                    found[dotted.removesuffix('.__init__')] = path
-    return found
-
-
-def module_imports(dotted: str, path: str, known: Mapping[str, str]
-                   ) -> set[str]:
-    """Modules *path* imports, relative imports resolved, names to modules.
-
-    ``from a import b`` is the module ``a.b`` where that is a module, else
-    the package ``a``; a name that is no known module keeps its longest
-    known prefix (an import of the stand-in or a library stays as it is).
-    """
-    with open(path) as source:
-        tree = ast.parse(source.read(), path)
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ''
-            if node.level:
-                parts = dotted.split('.')
-                if not path.endswith('__init__.py'):
-                    parts = parts[:-1]
-                parts = parts[:len(parts) - node.level + 1]
-                base = '.'.join(parts + ([base] if base else []))
-            names.update('%s.%s' % (base, alias.name)
-                         if '%s.%s' % (base, alias.name) in known else base
-                         for alias in node.names)
-    return {nearest_module(name, known) for name in names}
-
-
-def nearest_module(name: str, known: Mapping[str, str]) -> str:
-    candidate = name
-    while candidate and candidate not in known:
-        candidate = candidate.rpartition('.')[0]
-    return candidate or name
-
-
 def unit_of(dotted: str) -> str:
     """os_brick_cas.host.prep -> os_brick_cas.host; nova_ext.x -> nova_ext."""
     parts = dotted.split('.')
     return '.'.join(parts[:2]) if parts[0] == 'os_brick_cas' else parts[0]
 
 
-def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one node (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in sorted(graph.get(node, ())):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node."""
+    return [component for component in GRAPH_TOOL.components(
+        {node: set(targets) & set(graph) for node, targets in graph.items()})
+        if len(component) > 1]
 
 
 class ImportGraph(object):
     """The product's modules and what each imports (issue 38 point 3)."""
 
+    _shared = None
+
     def __init__(self, top: str = TOP):
-        self.known = module_files(top, PRODUCT)
-        self.imports = {dotted: module_imports(dotted, path, self.known)
-                        for dotted, path in self.known.items()}
+        files = {dotted: path for package in PRODUCT
+                 for dotted, path in GRAPH_TOOL.modules(top, package)}
+        self.known = set(files)
+        self.imports = {
+            dotted: {GRAPH_TOOL.nearest_module(name, self.known)
+                     for name in GRAPH_TOOL.imported_names(dotted, path,
+                                                           self.known)}
+            for dotted, path in files.items()}
+
+    @classmethod
+    def shared(cls) -> 'ImportGraph':
+        """One reading of the source for every test of this module."""
+        if cls._shared is None:
+            cls._shared = cls()
+        return cls._shared
 
     def modules(self) -> dict[str, set[str]]:
         """Module -> the product modules it imports (itself left out)."""
@@ -223,7 +166,7 @@ class ImportGraphTestCase(testtools.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.graph = ImportGraph()
+        cls.graph = ImportGraph.shared()
 
     def test_the_graph_is_read_from_the_whole_product(self):
         # a wrong root would pass every rule below on an empty graph
