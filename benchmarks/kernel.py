@@ -453,12 +453,32 @@ def run_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+def command_line(doc: str, outputs: str,
+                 run: Callable[[argparse.Namespace], int],
+                 plot: Callable[[argparse.Namespace], int],
+                 plot_help: str) -> tuple[argparse.ArgumentParser,
+                                          argparse.ArgumentParser]:
+    """A benchmark's parser: ``run`` (in the guest) and ``plot`` (host).
+
+    Returns the parser and the ``run`` sub-parser, for the benchmark's
+    own options; ``parser.parse_args(argv).func(args)`` runs the command.
+    """
+    parser = argparse.ArgumentParser(description=doc.split('\n')[0])
     sub = parser.add_subparsers(dest='command', required=True)
     guest = sub.add_parser('run', help='measure (inside the guest)')
-    guest.add_argument('--results', help='write bench.json/bench.txt here '
-                       '(default: $OS_BRICK_CAS_KERNEL_RESULTS)')
+    guest.add_argument('--results', help='write %s here (default: '
+                       '$OS_BRICK_CAS_KERNEL_RESULTS)' % outputs)
+    guest.set_defaults(func=run)
+    drawing = sub.add_parser('plot', help=plot_help)
+    drawing.add_argument('json')
+    drawing.add_argument('directory')
+    drawing.set_defaults(func=plot)
+    return parser, guest
+
+
+def main(argv: list[str]) -> int:
+    parser, guest = command_line(__doc__, 'bench.json/bench.txt', run_guest,
+                                 run_plot, 'draw the PNGs (on the host)')
     guest.add_argument('--runtime', type=int, default=10,
                        help='fio seconds per run (default 10)')
     guest.add_argument('--repeat', type=int, default=3,
@@ -477,11 +497,6 @@ def main(argv: list[str]) -> int:
                        help='extra clean attach/detach cycles per mode')
     guest.add_argument('--parts', type=lambda text: text.split(','),
                        default=['fio', 'drain'])
-    guest.set_defaults(func=run_guest)
-    plot = sub.add_parser('plot', help='draw the PNGs (on the host)')
-    plot.add_argument('json')
-    plot.add_argument('directory')
-    plot.set_defaults(func=run_plot)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -670,11 +670,9 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    sub = parser.add_subparsers(dest='command', required=True)
-    guest = sub.add_parser('run', help='measure (inside the guest)')
-    guest.add_argument('--results', help='write peers.json/peers.txt here '
-                       '(default: $OS_BRICK_CAS_KERNEL_RESULTS)')
+    parser, guest = kernel_bench.command_line(
+        __doc__, 'peers.json/peers.txt', run_guest, run_plot,
+        'draw peers.png (on the host)')
     guest.add_argument('--dry-run', action='store_true',
                        help='check prerequisites, print the plan, no IO')
     guest.add_argument('--quick', action='store_true',
@@ -694,11 +692,6 @@ def main(argv: list[str]) -> int:
                             'after its cases (default 300)')
     guest.add_argument('--stacks', type=lambda text: text.split(','),
                        help='only these stacks (names as in the plan)')
-    guest.set_defaults(func=run_guest)
-    plot = sub.add_parser('plot', help='draw peers.png (on the host)')
-    plot.add_argument('json')
-    plot.add_argument('directory')
-    plot.set_defaults(func=run_plot)
     args = parser.parse_args(argv)
     return args.func(args)
 
