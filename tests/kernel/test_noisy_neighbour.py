@@ -22,11 +22,21 @@ through connection_info (``cache_share``, as cinder_ext puts it) so the
 product composes the instance's IO-class table: the quiet set stays.
 
 With shares, the noisy volume's class occupancy (``casadm -P -i 1 -d
-<class>``, sampled while it reads) reaches its cap and stays within
-CAP_SLACK of it. OCF's cap is ``ceil(percent x cache lines / 100)``
-lines (utils_user_part.h), so "a line's rounding" is at most one cache
-line (here one 4 KiB block) over ``percent x cache size / 100``; the
-kernel module was measured creeping a few percent past it (CAP_SLACK).
+<class>``, sampled while it reads) reaches its cap and stays within it,
+plus the volume's lines that were cached in other classes before its
+class applied. OCF's cap is ``ceil(percent x cache lines / 100)`` lines
+(utils_user_part.h), so "a line's rounding" is at most one cache line
+(here one 4 KiB block) over ``percent x cache size / 100``. The cap
+bounds what a class inserts: a hit on a line of another class moves the
+line into the request's class without a cap check (OCF's
+ocf_user_part_move; open-cas-linux doc/requirements/io_class,
+occupancy_limit_on_repart). The core is added before the product loads
+the table that names it, so what udev's probes read of the new device in
+between is cached in class 0 and joins the noisy class when the random
+reads hit it: the kernel module went 89 and 105 blocks over the cap that
+way, OCF in userspace (no probes) none. Those lines are counted just
+before the noisy reads (``casadm -P -i 1 -j N -d C`` for every other
+class) and are the only excess allowed.
 The reads are 64 KiB O_DIRECT preads of images never
 written (Ceph answers zeros without moving data), so the test is cheap
 under TCG. Figures go to RESULTS/noisy-neighbour-figures.txt.
@@ -57,15 +67,6 @@ QUIET_SHARE, NOISY_SHARE = 40, 30
 SEED = 35
 #: occupancy samples of the noisy class while it reads
 SAMPLES = 12
-#: how far over its share the noisy class may go. OCF's cap is
-#: ceil(share x cache lines / 100) lines (utils_user_part.h), one line of
-#: rounding; OCF in userspace (pyocf, same table and reads) holds the
-#: noisy class at 2176 blocks under that cap of 2180. The kernel module
-#: does not: its class creeps over the cap while it keeps missing
-#: (runs of 2026-11-29: 2269 and 2285 blocks, +4.1 % and +4.9 %, with
-#: single 64 KiB reads in flight). The bound is the cap plus this slack;
-#: the creep is recorded (noisy-peak-over-share) and reported
-CAP_SLACK = 0.10
 #: what the ratios must show (they are ratios of requests, not times,
 #: so host load does not move them; measured 0.00 and 1.00)
 WITHOUT_AT_MOST, WITH_AT_LEAST = 0.25, 0.90
@@ -137,16 +138,19 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
         noisy = self.image('noisy', noisy_range // base.MIB + 1)
         figure('cache-blocks', str(cache_blocks))
 
-        without, _ = self.quiet_hit_ratio(quiet, noisy, quiet_set,
-                                          noisy_range, shares=False)
-        with_shares, samples = self.quiet_hit_ratio(
+        without, _, _ = self.quiet_hit_ratio(quiet, noisy, quiet_set,
+                                             noisy_range, shares=False)
+        with_shares, samples, foreign = self.quiet_hit_ratio(
             quiet, noisy, quiet_set, noisy_range, shares=True)
 
         peak = max(samples)
         nominal = NOISY_SHARE * cache_blocks / 100
         cap = math.ceil(NOISY_SHARE * cache_blocks / LINE_BLOCKS / 100) * \
             LINE_BLOCKS
-        bound = cap * (1 + CAP_SLACK)
+        # one line of rounding is in the cap already; a single read in
+        # flight adds none; lines of the volume cached in other classes
+        # before the reads may join its class on a hit (see above)
+        bound = cap + foreign
         figure('quiet-hit-ratio-without-shares', '%.3f' % without)
         figure('quiet-hit-ratio-with-shares', '%.3f' % with_shares)
         figure('noisy-occupancy-samples-blocks',
@@ -156,6 +160,7 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
         figure('noisy-cap-blocks', str(cap))
         figure('noisy-peak-over-cap-blocks', str(peak - cap))
         figure('noisy-peak-over-share', '%.4f' % (peak / nominal))
+        figure('noisy-blocks-outside-its-class-before-reads', str(foreign))
         figure('test-seconds', '%.1f' % (time.monotonic() - started))
         self.assertLessEqual(without, WITHOUT_AT_MOST,
                              'without shares the noisy volume should push '
@@ -165,20 +170,23 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
                                 'stay in the cache')
         self.assertLessEqual(peak, bound,
                              'the noisy volume went %d blocks over its '
-                             'cap (%d%% of %d blocks: %d); samples: %s'
+                             'cap (%d%% of %d blocks: %d), %d of them '
+                             'allowed (its blocks cached in other classes '
+                             'before its reads); samples: %s'
                              % (peak - cap, NOISY_SHARE, cache_blocks, cap,
-                                samples))
+                                foreign, samples))
         # it reached its cap (within one read's lines): the cap, not the
         # range it read, is what bounds it
         self.assertGreaterEqual(peak, cap - CHUNK // BLOCK, samples)
 
     def quiet_hit_ratio(self, quiet: str, noisy: str, quiet_set: int,
                         noisy_range: int, shares: bool
-                        ) -> tuple[float, list[int]]:
+                        ) -> tuple[float, list[int], int]:
         """Warm, make noise, re-read: the quiet volume's hit ratio.
 
         Also the noisy class's occupancy in blocks, sampled while it
-        reads (none without shares).
+        reads (none without shares), and the noisy volume's blocks in
+        other classes just before it reads (0 without shares).
         """
         quiet_props = self.props(quiet, 'wt', **(
             {'cache_share': QUIET_SHARE} if shares else {}))
@@ -205,6 +213,9 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
         for offset in shuffled(quiet_set, SEED):
             quiet_reader.read(offset)
         samples = []
+        foreign = (self.outside_its_class(self.core_of(noisy_info['path']),
+                                          noisy_class)
+                   if noisy_class is not None else 0)
         offsets = shuffled(noisy_range, SEED + 1)
         every = max(len(offsets) // SAMPLES, 1)
         for number, offset in enumerate(offsets, 1):
@@ -241,7 +252,7 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
         self.connector.disconnect_volume(quiet_props, quiet_info)
         figure('detach-two-seconds-%s-shares' % label,
                '%.1f' % (time.monotonic() - detaching))
-        return hits / total, samples
+        return hits / total, samples, foreign
 
     def core_of(self, path: str) -> casadm_output.Core:
         [core] = [core for core in self.cores() if core.exported == path]
@@ -255,6 +266,21 @@ class NoisyNeighbourTestCase(base.KernelTestCase):
         [class_id] = [io_class.class_id for io_class in table
                       if io_class.name == rule]
         return class_id
+
+    def outside_its_class(self, core: casadm_output.Core,
+                          class_id: int) -> int:
+        """Blocks of *core* cached in the classes other than *class_id*."""
+        table = casadm_output.parse_io_classes(self.casadm_ok(
+            '-C', '-L', '-i', str(CACHE_ID), '-o', 'csv'))
+        blocks = 0
+        for io_class in table:
+            if io_class.class_id == class_id:
+                continue
+            [row] = casadm_output.parse_io_class_stats(self.casadm_ok(
+                '-P', '-i', str(CACHE_ID), '-j', str(core.core_id), '-d',
+                str(io_class.class_id), '-o', 'csv'))
+            blocks += row.occupancy_blocks
+        return blocks
 
     def class_occupancy(self, class_id: int,
                         golden: Optional[str] = None) -> int:
