@@ -419,13 +419,13 @@ def run_guest(args: argparse.Namespace) -> int:
 
 
 def save(results_dir: Optional[str], data: dict[str, Any],
-         report: list[str]) -> None:
-    """bench.json and bench.txt so far (kept if a later round fails)."""
+         report: list[str], name: str = 'bench') -> None:
+    """NAME.json and NAME.txt so far (kept if a later round fails)."""
     if not results_dir:
         return
-    with open(os.path.join(results_dir, 'bench.json'), 'w') as out:
+    with open(os.path.join(results_dir, name + '.json'), 'w') as out:
         json.dump(data, out, indent=1)
-    with open(os.path.join(results_dir, 'bench.txt'), 'w') as out:
+    with open(os.path.join(results_dir, name + '.txt'), 'w') as out:
         out.write('\n'.join(report) + '\n')
 
 

@@ -615,12 +615,8 @@ def left_behind() -> list[str]:
 
 def save(results_dir: Optional[str], document: dict[str, Any],
          report: list[str]) -> None:
-    if not results_dir:
-        return
-    with open(os.path.join(results_dir, 'peers.json'), 'w') as out:
-        json.dump(document, out, indent=1)
-    with open(os.path.join(results_dir, 'peers.txt'), 'w') as out:
-        out.write('\n'.join(report) + '\n')
+    """peers.json and peers.txt so far (kept if a later stack fails)."""
+    kernel_bench.save(results_dir, document, report, name='peers')
 
 
 # -- the plot (on the host, with matplotlib) -------------------------------
