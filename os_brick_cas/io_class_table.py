@@ -43,7 +43,6 @@ from typing import Iterable, Optional, Sequence
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import labels
 from os_brick_cas import locks
 from os_brick_cas.opencas import casadm_output

@@ -25,7 +25,6 @@ from typing import Optional
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import labels

@@ -24,7 +24,6 @@ import math
 from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import io_class_table
 from os_brick_cas.opencas import casadm_output
 from os_brick_cas import share_asks

@@ -26,7 +26,6 @@ from typing import Any
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas.cmd import args as args_mod
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import exception

@@ -29,7 +29,6 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import exception
 from os_brick_cas.host import layout_file
 from os_brick_cas.opencas import casadm_output

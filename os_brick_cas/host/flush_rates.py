@@ -31,7 +31,6 @@ from typing import Optional
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import exception
 from os_brick_cas.host import prep
 from os_brick_cas.host import sizing

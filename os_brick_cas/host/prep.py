@@ -28,7 +28,6 @@ from typing import Callable, Optional
 from oslo_config import cfg
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import exception
 from os_brick_cas.host import layout_file
 from os_brick_cas.host import sizing

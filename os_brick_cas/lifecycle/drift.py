@@ -22,7 +22,6 @@ import os
 from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import exception
 from os_brick_cas import io_class_table
 from os_brick_cas.lifecycle import host

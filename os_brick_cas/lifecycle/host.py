@@ -22,7 +22,6 @@ import os
 from typing import Optional
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import drain as drain_mod
 from os_brick_cas.lifecycle import journal
 from os_brick_cas.lifecycle.states import ABSENT

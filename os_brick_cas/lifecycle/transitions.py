@@ -31,7 +31,6 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import deadline as deadline_mod
 from os_brick_cas import drain as drain_mod
 from os_brick_cas import events

@@ -39,7 +39,6 @@ from prometheus_client import core as prom
 from prometheus_client import registry
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import lifecycle

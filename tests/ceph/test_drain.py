@@ -18,7 +18,6 @@ clean; after undrain, writes are cached (dirty, not in Ceph) again.
 """
 
 from os_brick_cas import casadm
-
 from os_brick_cas import drain
 from os_brick_cas.opencas import casadm_output
 from tests.ceph import base

@@ -27,7 +27,6 @@ import uuid
 import fixtures
 
 from os_brick_cas import casadm
-
 from os_brick_cas.cmd import main as cli
 from os_brick_cas import drain
 from os_brick_cas import locks

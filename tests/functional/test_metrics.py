@@ -35,7 +35,6 @@ from oslo_privsep import daemon as privsep_daemon
 from prometheus_client import parser
 
 from os_brick_cas import casadm
-
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas import lifecycle

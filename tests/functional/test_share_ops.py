@@ -26,7 +26,6 @@ import subprocess
 import uuid
 
 from os_brick_cas import casadm
-
 from os_brick_cas import drain
 from os_brick_cas.metrics import exporter
 from os_brick_cas.metrics import opts as metrics_opts

@@ -58,7 +58,6 @@ from testtools import content
 from oslo_config import cfg
 
 from os_brick_cas import casadm
-
 from os_brick_cas import drain
 from os_brick_cas.opencas import casadm_output
 from os_brick_cas.opencas import known_defects

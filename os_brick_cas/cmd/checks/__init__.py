@@ -36,7 +36,6 @@ from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import exception
 from os_brick_cas.opencas import casadm_output
 from os_brick_cas import policy as policy_mod

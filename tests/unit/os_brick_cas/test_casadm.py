@@ -18,7 +18,6 @@ import ddt
 import fixtures
 
 from os_brick_cas import casadm
-
 from os_brick_cas import exception
 from os_brick_cas.opencas import casadm_output
 from tests.unit.os_brick_cas import base

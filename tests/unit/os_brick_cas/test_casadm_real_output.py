@@ -17,7 +17,6 @@ from unittest import mock
 import testtools
 
 from os_brick_cas import casadm
-
 from os_brick_cas.opencas import casadm_output
 from os_brick_cas.privileged import casadm as priv_casadm
 from tests.functional.simulator import real_samples

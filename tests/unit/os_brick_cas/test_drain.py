@@ -13,7 +13,6 @@
 """drain.unsupported_reason() and the manager's refusals (casadm faked)."""
 
 from os_brick_cas import casadm as casadm_mod
-
 from os_brick_cas import drain
 from os_brick_cas import exception
 from os_brick_cas.opencas import casadm_output
