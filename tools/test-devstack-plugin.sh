@@ -317,13 +317,14 @@ _stub_kept() {  # id mode why: the CLI's REFUSED line and value row
 stub_os-brick-cas() {
     if [[ " $* " == *" host install-files "* ]]; then
         # what the real verb does for these two kinds: the filter as
-        # shipped, the rule's PROGRAM at this environment's namer
+        # shipped, the rule's PROGRAM at this environment's Python running
+        # the namer module without site (installed_files.namer_program)
         local rootwrap udev
         rootwrap=$(_stub_arg --rootwrap-dir --rootwrap-dir "$@")
         udev=$(_stub_arg --udev-rules-dir --udev-rules-dir "$@")
         mkdir -p "$rootwrap" "$udev"
         cp "$REPO/etc/rootwrap.d/os-brick-cas.filters" "$rootwrap/"
-        sed "s|PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer|PROGRAM=\"$(dirname "$0")/os-brick-cas-rbd-namer|" \
+        sed "s|PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer|PROGRAM=\"$(dirname "$0")/python3 -I -S $REPO/os_brick_cas/rbd_names.py|" \
             "$REPO/etc/udev/rules.d/60-os-brick-cas-rbd.rules" \
             > "$udev/60-os-brick-cas-rbd.rules"
         return 0

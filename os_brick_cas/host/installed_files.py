@@ -20,6 +20,15 @@ udev rule runs ``os-brick-cas-rbd-namer`` and the exporter's systemd unit
 ``os-brick-cas``. :func:`plan` finds the installed copies and the
 commands through the package's own record (importlib.metadata), so the
 rendered files name the real paths wherever pip put them.
+
+The rule runs the namer as ``<python> -I -S <.../os_brick_cas/rbd_names.py>``
+rather than through its console script: udev runs it on every add and
+change event of an rbd device and waits for it, and a console script
+starts with the site module, which runs every ``.pth`` file of the
+environment (an OpenStack virtualenv has several; one imports importlib's
+machinery). The namer needs the standard library only. Measured: 80 ms
+against 14 ms per start on the CI host, 8.8 s against 2.4 s in the TCG
+guest, where it was half the time of an ``rbd map``.
 """
 
 import dataclasses
@@ -30,6 +39,8 @@ import shutil
 import sysconfig
 import tempfile
 from typing import Callable, Optional
+
+from os_brick_cas import rbd_names
 
 DIST = 'os-brick-cas'
 SHARE = os.path.join('share', 'os-brick-cas', 'etc')
@@ -151,8 +162,50 @@ def command_path(name: str, record: Optional[list[str]] = None) -> str:
                          'reinstall os-brick-cas with pip' % name)
 
 
+#: the second line of pip's console script when the interpreter's path is
+#: too long for a shebang: ``#!/bin/sh`` then ``'''exec' <python> "$0" "$@"``
+SH_EXEC = "'''exec' "
+
+
+def _interpreter(script: str) -> str:
+    """The Python a console script runs, from its first lines."""
+    try:
+        with open(script) as handle:
+            head = [handle.readline() for _ in range(2)]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HostFilesError('cannot read %s: %s (reinstall os-brick-cas '
+                             'with pip)' % (script, exc))
+    shebang = head[0][2:].strip() if head[0].startswith('#!') else ''
+    if shebang == '/bin/sh' and head[1].startswith(SH_EXEC):
+        shebang = head[1][len(SH_EXEC):].split(' "$0"')[0].strip()
+    if not shebang.startswith('/'):
+        raise HostFilesError('%s names no interpreter (first line %r): '
+                             'reinstall os-brick-cas with pip'
+                             % (script, head[0].strip()))
+    return shebang
+
+
+def namer_program(record: Optional[list[str]] = None) -> str:
+    """The udev rule's PROGRAM, without its ``%n``.
+
+    The namer module, run with ``-I -S`` by the Python of the package's
+    console script.
+    """
+    record = _record() if record is None else record
+    python = _interpreter(command_path(NAMER, record))
+    suffix = os.sep + os.path.join('os_brick_cas', 'rbd_names.py')
+    module = next((path for path in record if path.endswith(suffix)),
+                  os.path.abspath(rbd_names.__file__))
+    for path in (python, module):
+        if re.search(r'[\s"%$]', path):
+            raise HostFilesError(
+                'udev cannot run %s: its path holds a blank, a quote, %% '
+                'or $ (install os-brick-cas under a plain path)' % path)
+    return '%s -I -S %s' % (python, module)
+
+
 def render_udev_rule(text: str, namer: str) -> str:
-    """The udev rule with its PROGRAM pointed at *namer*."""
+    """The udev rule with its PROGRAM at *namer* (:func:`namer_program`)."""
     rendered, count = re.subn(r'PROGRAM="[^ "]*' + re.escape(NAMER),
                               lambda _: 'PROGRAM="' + namer, text)
     if not count:
@@ -182,7 +235,7 @@ def plan(kinds: tuple[str, ...] = KINDS,
     index = 1 if share == TREE else 0
     renderers: dict[str, Callable[[str], str]] = {}
     if UDEV_RULE in kinds:
-        namer = command_path(NAMER, record)
+        namer = namer_program(record)
         renderers[UDEV_RULE] = lambda text: render_udev_rule(text, namer)
     if EXPORTER_UNIT in kinds:
         cli = command_path(CLI, record)

@@ -257,6 +257,37 @@ class DoctorTestCase(CliTestCase):
         self.assertIn('Run "os-brick-cas host install-files --only '
                       'udev-rule"', '\n'.join(lines))
 
+    def test_a_udev_rule_whose_namer_is_gone_is_a_warning(self):
+        # as install-files renders it: <python> -I -S <rbd_names.py> %n
+        path = os.path.join(self.root, 'etc/udev/rules.d/'
+                            '60-os-brick-cas-rbd.rules')
+        python = os.path.join(self.root, 'usr/bin/python3')
+        module = os.path.join(self.root, 'usr/lib/python3/dist-packages/'
+                              'os_brick_cas/rbd_names.py')
+        for made in (python, module):
+            os.makedirs(os.path.dirname(made))
+            with open(made, 'w'):
+                pass
+        os.chmod(python, 0o755)
+        with open(path) as rule:
+            text = rule.read().replace(
+                '/usr/local/bin/os-brick-cas-rbd-namer',
+                '/usr/bin/python3 -I -S /usr/lib/python3/dist-packages/'
+                'os_brick_cas/rbd_names.py')
+        with open(path, 'w') as rule:
+            rule.write(text)
+        code, lines = self.doctor()
+        self.assertIn('OK   udev rule ', '\n'.join(lines))
+        # the module removed, then the interpreter no longer executable
+        for gone, remove in ((module, os.unlink),
+                             (python, lambda made: os.chmod(made, 0o644))):
+            remove(gone)
+            code, lines = self.doctor()
+            self.assertEqual(1, code, lines)
+            [line] = [line for line in lines if line.startswith('WARN udev')]
+            self.assertIn('runs /%s, which is not here'
+                          % os.path.relpath(gone, self.root), line)
+
     def test_a_udev_rule_without_nowatch_is_a_warning(self):
         # an os-brick-cas 2.x rule: krbd naming only
         path = os.path.join(self.root, 'etc/udev/rules.d/'

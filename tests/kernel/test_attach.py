@@ -18,6 +18,7 @@ Attach/detach in every mode: tests/host_contract.py (test_contract).
 import os
 
 from os_brick_cas import devlinks
+from os_brick_cas.host import installed_files
 from os_brick_cas import identity
 from os_brick_cas import rbd_names
 from tests.kernel import base
@@ -28,6 +29,11 @@ class IdentityTestCase(base.KernelTestCase):
     caches = {1: 'wt'}
 
     def test_udev_rule_names_the_image_from_real_sysfs(self):
+        # udev runs the rule "host install-files" renders for this
+        # installation (its namer: python -I -S rbd_names.py)
+        [planned] = installed_files.plan(kinds=(installed_files.UDEV_RULE,))
+        with open(planned.dest) as installed:
+            self.assertEqual(planned.content, installed.read())
         image = self.image('udev')
         mapped = base.run('rbd', 'map', '%s/%s' % (base.POOL, image))
         self.assertEqual(0, mapped.returncode, mapped.stderr)

@@ -23,6 +23,8 @@ import contextlib
 import io
 import os
 import shutil
+import subprocess
+import sys
 
 import fixtures
 import testtools
@@ -34,8 +36,16 @@ from tests.unit import test_udev_rule
 ROOT = test_udev_rule.ROOT
 
 
-def fake_install(prefix: str) -> list[str]:
-    """Lay out the package's data files and commands under *prefix*."""
+#: where the package's modules go under a prefix (Debian: dist-packages)
+SITE = 'lib/python3/dist-packages'
+
+
+def fake_install(prefix: str, python: str = '/usr/bin/python3',
+                 shebang: str = '') -> list[str]:
+    """Lay out the package's data files and commands under *prefix*.
+
+    The console scripts start with *shebang* (default: ``#!<python>``).
+    """
     record = []
     for share_path, tree_path in installed_files.SOURCES.values():
         dest = os.path.join(prefix, installed_files.SHARE, share_path)
@@ -46,10 +56,15 @@ def fake_install(prefix: str) -> list[str]:
         dest = os.path.join(prefix, 'bin', name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         with open(dest, 'w') as script:
-            script.write('#!/bin/sh\n')
+            script.write((shebang or '#!%s\n' % python) +
+                         'import sys\nfrom os_brick_cas.rbd_names import '
+                         'namer_main\n')
         os.chmod(dest, 0o755)
         record.append(dest)
-    return record
+    module = os.path.join(prefix, SITE, 'os_brick_cas', 'rbd_names.py')
+    os.makedirs(os.path.dirname(module), exist_ok=True)
+    shutil.copy(os.path.join(ROOT, 'os_brick_cas', 'rbd_names.py'), module)
+    return record + [module]
 
 
 class HostFilesTestCase(testtools.TestCase):
@@ -59,8 +74,10 @@ class HostFilesTestCase(testtools.TestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.root = os.path.join(self.tmp, 'root')
 
-    def files(self, prefix: str) -> dict[str, installed_files.HostFile]:
-        record = fake_install(os.path.join(self.tmp, prefix.lstrip('/')))
+    def files(self, prefix: str, **layout: str
+              ) -> dict[str, installed_files.HostFile]:
+        record = fake_install(os.path.join(self.tmp, prefix.lstrip('/')),
+                              **layout)
         return {item.dest: item
                 for item in installed_files.plan(record=record)}
 
@@ -73,8 +90,9 @@ class HostFilesTestCase(testtools.TestCase):
                              rule.source))))
         [program] = [value for line in test_udev_rule.rule_lines(
             rule.content) for key, op, value in line if key == 'PROGRAM']
-        self.assertEqual(os.path.join(prefix, 'bin', installed_files.NAMER) +
-                         ' %n', program)
+        # the console script's Python runs the namer module without site
+        self.assertEqual('/usr/bin/python3 -I -S %s %%n' % os.path.join(
+            prefix, SITE, 'os_brick_cas', 'rbd_names.py'), program)
         # nothing else of the rule changed
         with open(os.path.join(ROOT, 'etc', 'udev', 'rules.d',
                                test_udev_rule.RULE_NAME)) as shipped:
@@ -83,6 +101,36 @@ class HostFilesTestCase(testtools.TestCase):
                  if 'PROGRAM=' not in line],
                 [line for line in rule.content.splitlines()
                  if 'PROGRAM=' not in line])
+
+    def test_the_rules_namer_runs_with_the_standard_library_only(self):
+        venv = os.path.join(self.tmp, 'opt/venv')
+        rule = self.files('/opt/venv', python=sys.executable)[
+            '/etc/udev/rules.d/60-os-brick-cas-rbd.rules']
+        [program] = [value for line in test_udev_rule.rule_lines(
+            rule.content) for key, op, value in line if key == 'PROGRAM']
+        argv = program.split()
+        self.assertEqual([sys.executable, '-I', '-S'], argv[:3])
+        self.assertTrue(argv[3].startswith(venv), argv)
+        # as udev runs it: no environment, no site-packages; a device krbd
+        # does not describe gets no name, a bad argument the usage
+        for device, code in (('4095', 1), ('x', 2)):
+            done = subprocess.run(argv[:4] + [device], env={},
+                                  capture_output=True, text=True)
+            self.assertEqual((code, ''), (done.returncode, done.stdout),
+                             done.stderr)
+
+    def test_pips_long_path_console_script_names_its_python(self):
+        python = '/opt/' + 'x' * 130 + '/bin/python3'
+        files = self.files('/opt/long', shebang=(
+            "#!/bin/sh\n'''exec' %s \"$0\" \"$@\"\n' '''\n" % python))
+        rule = files['/etc/udev/rules.d/60-os-brick-cas-rbd.rules']
+        self.assertIn('PROGRAM="%s -I -S ' % python, rule.content)
+
+    def test_a_path_udev_cannot_run_is_refused(self):
+        for bad in ('/opt/my venv/bin/python3', '/opt/v%n/bin/python3'):
+            error = self.assertRaises(installed_files.HostFilesError,
+                                      self.files, '/opt/v', python=bad)
+            self.assertIn('udev cannot run %s' % bad, str(error))
 
     def test_virtualenv_exporter_unit_runs_its_cli(self):
         prefix = os.path.join(self.tmp, 'opt/nova')

@@ -72,7 +72,7 @@ fi
 
 step "starting systemd-udevd with os-brick-cas's rule"
 [ "$mode" = provision ] ||
-    sed "s#PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer#PROGRAM=\"$venv/bin/os-brick-cas-rbd-namer#" \
+    sed "s#PROGRAM=\"[^ \"]*os-brick-cas-rbd-namer#PROGRAM=\"$(sed -n '1s/^#!//p' "$venv/bin/os-brick-cas-rbd-namer") -I -S $checkout/os_brick_cas/rbd_names.py#" \
         "$checkout/etc/udev/rules.d/60-os-brick-cas-rbd.rules" \
         > /etc/udev/rules.d/60-os-brick-cas-rbd.rules
 /lib/systemd/systemd-udevd --daemon || die "systemd-udevd did not start"

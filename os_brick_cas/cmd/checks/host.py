@@ -200,7 +200,12 @@ def udev_rule(host: Host) -> Iterator[Finding]:
         return
     with open(installed[0]) as rule:
         text = rule.read()
-    programs = re.findall(r'PROGRAM="(\S+)', text)
+    # each PROGRAM's command must be executable and the files it names
+    # (the namer module of ``<python> -I -S <file>``) readable
+    needed = [(path, os.X_OK if index == 0 else os.R_OK)
+              for program in re.findall(r'PROGRAM="([^"]*)"', text)
+              for index, path in enumerate(program.split())
+              if path.startswith('/')]
     if not NOWATCH.search(text):
         yield Finding(WARN, 'udev rule %s does not turn udev\'s watch off '
                             'for /dev/cas* (OPTIONS:="nowatch"): each time '
@@ -212,10 +217,11 @@ def udev_rule(host: Host) -> Iterator[Finding]:
                             'Run "%s" (this release\'s rule) and "udevadm '
                             'control --reload".'
                             % (installed[0], INSTALL_RULE))
-    missing = [p for p in programs if not os.access(rooted(p), os.X_OK)]
+    missing = [path for path, mode in needed
+               if not os.access(rooted(path), mode)]
     if missing:
-        yield Finding(WARN, 'udev rule %s runs %s, which is not an '
-                            'executable here: udev creates no by-id link '
+        yield Finding(WARN, 'udev rule %s runs %s, which is not '
+                            'here: udev creates no by-id link '
                             '(the connector then creates it itself). Run '
                             '"%s" with this installation\'s os-brick-cas (it '
                             'writes its namer\'s path into the rule) and '
