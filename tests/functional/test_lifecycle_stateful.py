@@ -186,13 +186,11 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             return test.host.state()['caches'][str(core.cache_id)][
                 'cores'][str(core.core_id)]['dirty']
 
-        def snapshot_dirty(self) -> dict[int, int]:
-            dirty = {}
-            for index in range(VOLUMES):
-                core = self.core(index)
-                dirty[index] = (self.casadm.dirty_blocks(core)
-                                if core is not None and core.active else 0)
-            return dirty
+        def snapshot_dirty(self, cores) -> dict[int, int]:
+            """Dirty blocks of each volume's core as casadm reports them."""
+            return {index: (self.casadm.dirty_blocks(core)
+                            if core is not None and core.active else 0)
+                    for index, core in cores.items()}
 
         # -- rules ----------------------------------------------------------
         volume = st.integers(min_value=0, max_value=VOLUMES - 1)
@@ -428,14 +426,33 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
 
         # -- invariants -------------------------------------------------------
         @stateful.invariant()
-        def i1_drained_in_cinder_means_drained_here(self):
+        def host_agrees_with_cinder(self):
+            """I1, I2 and I5 on one reading of the host after each step.
+
+            (A casadm listing and each instance's table once per step, not
+            once per check and volume: most of this test's time was the
+            stand-in's casadm answering the same question again.)
+            """
             STEPS[0] += 1       # invariants run after every step
+            caches = self.casadm.list_caches()
+            tables = {cache.cache_id: self.casadm.list_io_classes(
+                cache.cache_id) for cache in caches}
+            cores = {}
+            for index in range(len(self.volumes)):
+                found = lifecycle.locate(
+                    self.casadm, self.subject(index).spec, caches)
+                cores[index] = found.core if found else None
+            self.i1_drained_in_cinder_means_drained_here(cores, tables)
+            self.i2_only_the_owner_writes_to_ceph(cores)
+            self.i5_each_core_has_its_share(caches, cores, tables)
+
+        def i1_drained_in_cinder_means_drained_here(self, cores, tables):
             for index, (_props, volume_id, epoch) in enumerate(
                     self.volumes):
                 owner = self.cinder.owner(volume_id)
                 if owner is None or not owner.drained or owner.host != HOST:
                     continue
-                core = self.core(index)
+                core = cores[index]
                 if core is None:
                     continue
                 dirty = self.sim_dirty(core)
@@ -443,14 +460,13 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                     'I1: Cinder says %s drained, its core holds %d dirty '
                     'blocks' % (volume_id, dirty))
                 if core.active:
-                    table = self.casadm.list_io_classes(core.cache_id)
+                    table = tables[core.cache_id]
                     assert core.core_id in drain_mod.drained_cores(table), (
                         'I1: Cinder says %s drained, its core can get dirty '
                         '(no drain class)' % volume_id)
 
-        @stateful.invariant()
-        def i2_only_the_owner_writes_to_ceph(self):
-            now = self.snapshot_dirty()
+        def i2_only_the_owner_writes_to_ceph(self, cores):
+            now = self.snapshot_dirty(cores)
             before = getattr(self, '_dirty', now)
             for index, (_props, volume_id, _epoch) in enumerate(
                     self.volumes):
@@ -463,10 +479,9 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
             self._dirty = now
             assert test.host.state()['dropped_dirty_blocks'] == 0
 
-        @stateful.invariant()
-        def i5_each_core_has_its_share(self):
-            for cache in self.casadm.list_caches():
-                table = self.casadm.list_io_classes(cache.cache_id)
+        def i5_each_core_has_its_share(self, caches, cores, tables):
+            for cache in caches:
+                table = tables[cache.cache_id]
                 assert io_class_table.is_composed(table), table
                 listed = {core.core_id for core in cache.cores}
                 named = {entry.core_id
@@ -476,12 +491,11 @@ def machine_for(test: 'LifecycleStatefulTestCase'):
                     '(%s)' % (cache.cache_id, sorted(named - listed)))
             for index, (_props, volume_id, _epoch) in enumerate(
                     self.volumes):
-                core = self.core(index)
+                core = cores[index]
                 if core is None:
                     continue
                 entries = {entry.core_id: entry for entry in
-                           io_class_table.entries(
-                               self.casadm.list_io_classes(core.cache_id))}
+                           io_class_table.entries(tables[core.cache_id])}
                 entry = entries.get(core.core_id)
                 owner = self.cinder.owner(volume_id)
                 if owner is not None and owner.host != HOST:
