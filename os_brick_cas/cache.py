@@ -141,11 +141,15 @@ class VolumeCache(object):
                 priv_devices.record_owner(core_device, epoch,
                                           cached.cache_id, cached.core_id)
             return self._with_share(cached, volume, share, new_core=False)
-        cached = self._add(core_device, requested, volume, caches, spec,
-                           epoch)
-        if cached is None:
+        added = self._add(core_device, requested, volume, caches, spec,
+                          epoch, share)
+        if added is None:
             return None
-        return self._with_share(cached, volume, share, new_core=True)
+        cached, in_place = added
+        # its class went in before the add (Keeper.new_core): then this
+        # only records the ask; else it loads the table as for any core
+        return self._with_share(cached, volume, share,
+                                new_core=not in_place)
 
     def _with_share(self, cached: CachedDevice, volume: str,
                     share: Optional[int], new_core: bool) -> CachedDevice:
@@ -230,9 +234,15 @@ class VolumeCache(object):
 
     def _add(self, core_device: str, requested: modes.CacheMode,
              volume: str, caches: list[casadm_output.CacheInstance],
-             spec: Optional[rbd_names.ImageSpec], epoch: Optional[str]
-             ) -> Optional[CachedDevice]:
-        """Add *core_device* as a new core of the instance for the mode."""
+             spec: Optional[rbd_names.ImageSpec], epoch: Optional[str],
+             share: Optional[int] = None
+             ) -> Optional[tuple[CachedDevice, bool]]:
+        """Add *core_device* as a new core of the instance for the mode.
+
+        The core id is chosen first and its *share* loaded into the
+        instance's table before casadm adds the core with that id; the
+        bool says whether that table is in place.
+        """
         placement = self.policy.place(requested, caches)
         if not placement.cached:
             LOG.warning('Volume %(vol)s asked for cache mode %(mode)s, which '
@@ -250,16 +260,21 @@ class VolumeCache(object):
         cache_id = placement.cache_id
         if mode.holds_dirty_data:
             self._require_persistent_cache(cache_id, mode, volume)
-        # no cache-wide lock: the caller holds the volume's lock, casadm
-        # picks the core id, and record_core serialises opencas.conf
+        # the caller holds the volume's lock; the id is chosen and used
+        # under the instance's IO-class table lock (held for the add only,
+        # never across a flush), and record_core serialises opencas.conf
         identity.verify_link(core_device, 'add %s as a core' % core_device,
                              spec)
-        try:
-            core = self.casadm.add_core(cache_id, core_device)
-        except exception.DeviceBusy:
-            if not self._release_from_core_pool(core_device):
-                raise
-            core = self.casadm.add_core(cache_id, core_device)
+        keeper = io_class_table.Keeper(self.casadm)
+        with keeper.new_core(cache_id, share) as reserved:
+            try:
+                core = self.casadm.add_core(cache_id, core_device,
+                                            reserved.core_id)
+            except exception.DeviceBusy:
+                if not self._release_from_core_pool(core_device):
+                    raise
+                core = self.casadm.add_core(cache_id, core_device,
+                                            reserved.core_id)
         if mode.holds_dirty_data or epoch is not None:
             recorded = False
             try:
@@ -286,7 +301,7 @@ class VolumeCache(object):
                  '%(path)s', {'vol': volume, 'cache': cache_id,
                               'mode': mode.value, 'path': core.exported})
         return CachedDevice(cache_id, core.core_id, mode, core.exported,
-                            core_device, fresh=True)
+                            core_device, fresh=True), reserved.in_place
 
     def _require_persistent_cache(self, cache_id: int,
                                   mode: modes.CacheMode, volume: str) -> None:

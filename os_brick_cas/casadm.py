@@ -204,13 +204,16 @@ class Casadm(object):
         return None
 
     @_retry_busy
-    def add_core(self, cache_id: int, device: str) -> casadm_output.Core:
-        """Add *device* to *cache_id*; casadm picks the core id."""
+    def add_core(self, cache_id: int, device: str,
+                 core_id: Optional[int] = None) -> casadm_output.Core:
+        """Add *device* to *cache_id* as *core_id* (None: casadm picks)."""
         cache_id = validation.cache_id(cache_id)
         device = validation.by_id_path(device)
+        if core_id is not None:
+            core_id = validation.core_id(core_id)
         timeout = self._timeout
         out = _check('--add-core',
-                     priv_casadm.add_core(cache_id, device, timeout),
+                     priv_casadm.add_core(cache_id, device, timeout, core_id),
                      cache_id=cache_id, device=device, timeout=timeout)
         match = _ADDED.search(out)
         if not match:

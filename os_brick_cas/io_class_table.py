@@ -36,16 +36,19 @@ does not fit gets none (the core is then in class 0, uncapped): the
 newest shares lose theirs first. :attr:`Composed.unshared` names them.
 """
 
+import contextlib
 import dataclasses
 import re
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 from oslo_log import log as logging
 
 from os_brick_cas import casadm as casadm_mod
+from os_brick_cas import exception
 from os_brick_cas import labels
 from os_brick_cas import locks
 from os_brick_cas.opencas import casadm_output
+from os_brick_cas import validation
 
 LOG = logging.getLogger(__name__)
 
@@ -294,6 +297,14 @@ def table_lock(cache_id: int, timeout: Optional[float] = None):
                        timeout)
 
 
+@dataclasses.dataclass(frozen=True)
+class Reservation:
+    """A new core's id, and whether its class is already in the table."""
+
+    core_id: int
+    in_place: bool
+
+
 class Keeper(object):
     """Puts one core's share into its instance's table (attach, detach).
 
@@ -338,6 +349,70 @@ class Keeper(object):
                 self.casadm.load_io_classes(cache_id, composed.table)
             warn_unshared(cache_id, composed)
             return share_of(composed.table, core_id)
+
+    @contextlib.contextmanager
+    def new_core(self, cache_id: int, share: Optional[int]
+                 ) -> Iterator['Reservation']:
+        """A free core id of *cache_id*, its class loaded before the add.
+
+        The caller adds the core with that id (``--core-id``) inside the
+        block. Its share's class (and the drop of a class a removed core
+        left with that id) is in the loaded table before the core exists,
+        so none of its IO, udev's first probe reads included, lands in
+        class 0: lines cached there are later moved into the core's class
+        on a hit without the cap being checked (OCF's repartition), the
+        overshoot the kernel tier measured. The id is chosen and used
+        under the table's lock, so two new cores never pick the same one.
+        If the block fails, the core's class is taken out again. A table
+        that cannot be loaded is logged; the attach goes on (the share is
+        a cap, not data safety) and :meth:`place` tries again.
+        """
+        with table_lock(cache_id):
+            existing = self._existing(cache_id)
+            core_id = next((candidate for candidate in
+                            range(1, validation.MAX_CORE_ID + 1)
+                            if candidate not in existing), None)
+            if core_id is None:
+                raise exception.CasError(
+                    'cache instance %d has no free core id (every one of '
+                    '1..%d is used)' % (cache_id, validation.MAX_CORE_ID))
+            current = self.casadm.list_io_classes(cache_id)
+            before = without_core(entries(current), core_id)
+            composed = compose(with_entry(before, core_id, share, False,
+                                          existing | {core_id}))
+            loaded = in_place = composed.table != current
+            if loaded:
+                try:
+                    self.casadm.load_io_classes(cache_id, composed.table)
+                except exception.CasError as exc:
+                    LOG.warning('Could not load the IO classes of %(core)s '
+                                'before adding it (%(err)s); trying again '
+                                'after the add.',
+                                {'err': exc,
+                                 'core': labels.core(cache_id, core_id)})
+                    loaded = in_place = False
+            else:
+                in_place = True
+            try:
+                yield Reservation(core_id, in_place)
+            except BaseException:
+                if loaded and share is not None:
+                    self._drop_reserved(cache_id, core_id)
+                raise
+
+    def _drop_reserved(self, cache_id: int, core_id: int) -> None:
+        """Take the class of a core that was not added out of the table."""
+        try:
+            current = self.casadm.list_io_classes(cache_id)
+            composed = compose(without_core(entries(current), core_id))
+            if composed.table != current:
+                self.casadm.load_io_classes(cache_id, composed.table)
+        except exception.CasError as exc:
+            LOG.warning('Could not take the class of %(core)s, which was not '
+                        'added, out of the IO-class table (%(err)s); the '
+                        'next attach to instance %(cache)d drops it.',
+                        {'err': exc, 'cache': cache_id,
+                         'core': labels.core(cache_id, core_id)})
 
     def _existing(self, cache_id: int) -> set[int]:
         """Core ids of instance *cache_id* as casadm lists them now."""

@@ -111,12 +111,17 @@ def list_caches(timeout: int) -> Result:
 
 
 @privileged.default.entrypoint
-def add_core(cache_id: int, core_device: str, timeout: int) -> Result:
-    """Add *core_device* (a /dev/disk/by-id link) to cache *cache_id*."""
-    return _run(['--add-core',
-                 '--cache-id', str(validation.cache_id(cache_id)),
-                 '--core-device', validation.by_id_path(core_device)],
-                timeout)
+def add_core(cache_id: int, core_device: str, timeout: int,
+             core_id: Optional[int] = None) -> Result:
+    """Add *core_device* (a /dev/disk/by-id link) to cache *cache_id*.
+
+    With *core_id*, as that core id; without, casadm picks one.
+    """
+    argv = ['--add-core', '--cache-id', str(validation.cache_id(cache_id)),
+            '--core-device', validation.by_id_path(core_device)]
+    if core_id is not None:
+        argv += ['--core-id', str(validation.core_id(core_id))]
+    return _run(argv, timeout)
 
 
 @privileged.default.entrypoint

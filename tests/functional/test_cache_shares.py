@@ -22,6 +22,7 @@ import os
 
 import fixtures
 
+from os_brick_cas import exception
 from os_brick_cas import io_class_table
 from tests.functional import test_drain
 
@@ -73,6 +74,41 @@ class ShareLifeTestCase(ShareBase):
         self.connector.disconnect_volume(props_c, info_c)
         self.assertEqual(HEADER + '0,unclassified,255,1.00\n', self.table())
         self.assert_clean_host()
+
+    def test_the_class_is_in_the_table_before_the_core_is_added(self):
+        # (issue 35 point 4) whatever the new core caches, udev's first
+        # probe reads included, is in its class from the start: OCF moves
+        # lines of other classes into a class without its cap check
+        _props, _info, first = self.attach('volume-sh-first', share=10)
+        start = len(self.host.calls('casadm'))
+        _props, _info, core = self.attach('volume-sh-second', share=25)
+        argvs = [call['argv'] for call in self.host.calls('casadm')[start:]]
+        [add] = [index for index, argv in enumerate(argvs)
+                 if '--add-core' in argv]
+        loads = [index for index, argv in enumerate(argvs)
+                 if '--load-config' in argv]
+        self.assertTrue(loads and max(loads) < add, argvs)
+        # the id the table names is the one the add used: the lowest free
+        self.assertEqual(['--core-id', str(first.core_id + 1)],
+                         argvs[add][-2:])
+        self.assertEqual(first.core_id + 1, core.core_id)
+        self.assertIn('core_id:eq:%d&done,,0.25' % core.core_id,
+                      self.table())
+
+    def test_a_failed_add_takes_its_class_out_again(self):
+        props, info, kept = self.attach('volume-sh-kept', share=10)
+        before = self.table()
+        self.host.inject_fault('add-core', exit_code=1,
+                               stderr='Error while adding core device to '
+                                      'cache instance 2\n')
+        props = self.props(self.image('volume-sh-failed', size_mb=1), 'wb',
+                           cache_share=25)
+        self.assertRaises(exception.CasError, self.connector.connect_volume,
+                          props)
+        # the class it was given before the add is gone; the other stays
+        self.assertEqual(before, self.table())
+        self.assertEqual([kept.core_id], [core.core_id
+                                          for core in self.cores()])
 
     def test_write_through_instance_gets_shares_too(self):
         props, info, core = self.attach('volume-sh-wt', 'wt', share=40)
