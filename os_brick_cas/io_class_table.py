@@ -377,7 +377,14 @@ class Keeper(object):
                     'cache instance %d has no free core id (every one of '
                     '1..%d is used)' % (cache_id, validation.MAX_CORE_ID))
             current = self.casadm.list_io_classes(cache_id)
-            before = without_core(entries(current), core_id)
+            before = entries(current)
+            left = [entry for entry in before if entry.core_id == core_id]
+            if left:
+                LOG.warning('Dropped the IO class (%s) an earlier core left '
+                            'for %s, about to be added with its id.',
+                            'drain' if left[0].drained else 'share',
+                            labels.core(cache_id, core_id))
+                before = without_core(before, core_id)
             composed = compose(with_entry(before, core_id, share, False,
                                           existing | {core_id}))
             loaded = in_place = composed.table != current
