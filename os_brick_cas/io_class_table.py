@@ -299,9 +299,9 @@ def table_lock(cache_id: int, timeout: Optional[float] = None):
 
 @dataclasses.dataclass(frozen=True)
 class Reservation:
-    """A new core's id, and whether its class is already in the table."""
+    """A new core's id (None: casadm picks); is its class in the table?"""
 
-    core_id: int
+    core_id: Optional[int]
     in_place: bool
 
 
@@ -353,21 +353,28 @@ class Keeper(object):
     @contextlib.contextmanager
     def new_core(self, cache_id: int, share: Optional[int]
                  ) -> Iterator['Reservation']:
-        """A free core id of *cache_id*, its class loaded before the add.
+        """Hold *cache_id*'s table while a new core is added to it.
 
-        The caller adds the core with that id (``--core-id``) inside the
-        block. Its share's class (and the drop of a class a removed core
-        left with that id) is in the loaded table before the core exists,
-        so none of its IO, udev's first probe reads included, lands in
-        class 0: lines cached there are later moved into the core's class
-        on a hit without the cap being checked (OCF's repartition), the
-        overshoot the kernel tier measured. The id is chosen and used
-        under the table's lock, so two new cores never pick the same one.
-        If the block fails, the core's class is taken out again. A table
-        that cannot be loaded is logged; the attach goes on (the share is
-        a cap, not data safety) and :meth:`place` tries again.
+        With a *share*: a free core id whose class is in the loaded table
+        before the core exists (and without a class a removed core left
+        with that id); the caller adds the core with that id
+        (``--core-id``) inside the block. None of its IO, udev's first
+        probe reads included, then lands in class 0, whose lines OCF
+        moves into the core's class on a hit without checking the cap
+        (its repartition): the overshoot the kernel tier measured. If
+        the block fails, the class is taken out again. A table that
+        cannot be loaded is logged; the attach goes on (a share is a cap,
+        not data safety) and :meth:`place` tries again after the add.
+
+        Without a share casadm picks the id (:attr:`Reservation.core_id`
+        is None) and :meth:`place` drops a class an earlier core left.
+        Either way the add runs under the table's lock, so it never takes
+        an id another attach has just given a class.
         """
         with table_lock(cache_id):
+            if share is None:
+                yield Reservation(None, False)
+                return
             existing = self._existing(cache_id)
             core_id = next((candidate for candidate in
                             range(1, validation.MAX_CORE_ID + 1)
@@ -387,8 +394,8 @@ class Keeper(object):
                 before = without_core(before, core_id)
             composed = compose(with_entry(before, core_id, share, False,
                                           existing | {core_id}))
-            loaded = in_place = composed.table != current
-            if loaded:
+            in_place = True
+            if composed.table != current:
                 try:
                     self.casadm.load_io_classes(cache_id, composed.table)
                 except exception.CasError as exc:
@@ -397,13 +404,11 @@ class Keeper(object):
                                 'after the add.',
                                 {'err': exc,
                                  'core': labels.core(cache_id, core_id)})
-                    loaded = in_place = False
-            else:
-                in_place = True
+                    in_place = False
             try:
                 yield Reservation(core_id, in_place)
             except BaseException:
-                if loaded and share is not None:
+                if in_place:
                     self._drop_reserved(cache_id, core_id)
                 raise
 

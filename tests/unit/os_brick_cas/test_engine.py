@@ -51,27 +51,25 @@ class EngineTestCase(base.TestCase):
 
     def test_cache_manager_drives_attach_and_detach(self):
         self.fake.reply('--add-core', (
-            0, 'Successfully added core 1 to cache instance 1\n', ''))
+            0, 'Successfully added core 4 to cache instance 1\n', ''))
         # every attach and detach reads the IO-class table (cache shares,
-        # a class an earlier core 1 left): the default one here
+        # a class an earlier core 4 left): the default one here
         self.fake.reply('--io-class --list', (
             0, 'IO class id,IO class name,Eviction priority,Allocation\n'
                '0,unclassified,255,1.00\n', ''))
         manager = self.manager()
-        self.assertEqual('/dev/cas1-1', manager.attach_volume())
-        # the lowest id the instance does not use, chosen before the add
+        self.assertEqual('/dev/cas1-4', manager.attach_volume())
         self.assertEqual([['--add-core', '--cache-id', '1', '--core-device',
-                           LINK, '--core-id', '1']],
-                         self.fake.argv_of('--add-core'))
+                           LINK]], self.fake.argv_of('--add-core'))
         self.fake.reply('--list-caches', (0, base.list_csv(
             'cache,1,/dev/nvme0n1p1,Running,wt,-',
-            'core,1,%s,Active,-,/dev/cas1-1' % LINK), ''))
+            'core,4,%s,Active,-,/dev/cas1-4' % LINK), ''))
         self.fake.reply('--stats', (0, 'Dirty [4KiB Blocks]\n0\n', ''))
         self.fake.reply('--remove-core', (0, '', ''))
-        detach = self.manager('/dev/cas1-1')
+        detach = self.manager('/dev/cas1-4')
         self.assertEqual(LINK, detach.detach_volume())
         self.assertEqual([['--remove-core', '--cache-id', '1', '--core-id',
-                           '1']], self.fake.argv_of('--remove-core'))
+                           '4']], self.fake.argv_of('--remove-core'))
         self.assertEqual([], self.fake.argv_of('--load-config'))
 
     def test_not_ready_without_module(self):
