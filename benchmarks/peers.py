@@ -312,12 +312,13 @@ class Bed(kernel_bench.Host):
                     write_sysfs('/sys/fs/bcache/register', device)
             backing = '/sys/block/%s/bcache' % os.path.basename(
                 os.path.realpath(origin))
-            wait_for('bcache device on %s' % origin,
-                     lambda: os.path.exists(backing + '/dev'), 60)
-            name = os.path.basename(os.path.realpath(backing + '/dev'))
-            sysfs = '/sys/block/%s/bcache' % name
-            wait_for('bcache attached', lambda: os.path.exists(
-                sysfs + '/cache'), 60)
+            with kernel_log_on_failure():
+                wait_for('bcache device on %s' % origin,
+                         lambda: os.path.exists(backing + '/dev'), 60)
+                name = os.path.basename(os.path.realpath(backing + '/dev'))
+                sysfs = '/sys/block/%s/bcache' % name
+                wait_for('bcache attached', lambda: os.path.exists(
+                    sysfs + '/cache'), 60)
             write_sysfs(sysfs + '/cache_mode', 'writeback'
                         if stack.write_back else 'writethrough')
             write_sysfs(sysfs + '/sequential_cutoff',
@@ -352,6 +353,18 @@ class Bed(kernel_bench.Host):
             # dirty blocks left (a drain timed out) stay on the cache
             # device, wiped before the next stack: throwaway images
             run('dmsetup', 'remove', '--retry', DM_NAME)
+
+
+@contextlib.contextmanager
+def kernel_log_on_failure() -> Iterator[None]:
+    """Add the kernel log's last lines and bcache's sysfs to a failure."""
+    try:
+        yield
+    except RuntimeError as error:
+        log = subprocess.run(['dmesg'], capture_output=True, text=True,
+                             timeout=30).stdout.splitlines()[-15:]
+        raise RuntimeError('%s; bcache in sysfs: %s; kernel log:\n%s' % (
+            error, bcache_left() or 'nothing', '\n'.join(log))) from error
 
 
 def bcache_left() -> list[str]:
