@@ -20,7 +20,10 @@ is left alone, so a parent that calls ``super(Parent, self)`` still finds
 its own class.
 """
 
+import ast
+from collections.abc import Iterator
 import importlib
+import inspect
 import pkgutil
 import types
 import unittest
@@ -86,3 +89,44 @@ def modules_under(package_name: str) -> list:
         '%s.%s' % (package_name, info.name)
         for info in pkgutil.iter_modules(package.__path__)
         if info.name.startswith('test_'))
+
+
+def reaching(parent: type, subclass: type) -> set:
+    """*parent*'s methods from which one the subclass overrides is reached.
+
+    Read from the parent's own source (ast): a method is in the set when it
+    is overridden or when its body calls, as ``self.<name>``, a method
+    already in the set, to a fixed point. Leading underscores are dropped.
+    """
+    found = {name for name, value in vars(subclass).items()
+             if name != '__init__' and callable(getattr(parent, name, None))
+             and (callable(value) or isinstance(value, staticmethod))}
+    tree = ast.parse(inspect.getsource(inspect.getmodule(parent)))
+    body = next(node for node in tree.body if isinstance(node, ast.ClassDef)
+                and node.name == parent.__name__).body
+    calls = {function.name: {node.attr for node in ast.walk(function)
+                             if isinstance(node, ast.Attribute)
+                             and isinstance(node.value, ast.Name)
+                             and node.value.id == 'self'}
+             for function in body if isinstance(function, ast.FunctionDef)}
+    while True:
+        more = {name for name, called in calls.items()
+                if called & found} - found
+        if not more:
+            return {name.strip('_') for name in found}
+        found |= more
+
+
+def _tests(suite: unittest.TestSuite) -> Iterator[unittest.TestCase]:
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            yield from _tests(test)
+        else:
+            yield test
+
+
+def named_after(suite: unittest.TestSuite, names: set) -> unittest.TestSuite:
+    """The tests of *suite* whose method name contains one of *names*."""
+    return unittest.TestSuite(
+        test for test in _tests(suite)
+        if any(name in test.id().rpartition('.')[2] for name in names))

@@ -16,9 +16,14 @@ drivers, which CachedRBDLibvirtDriver keeps for every volume that is not a
 cached one, and they catch an import-time patch of nova by nova_ext.
 """
 
+import os
+import unittest
+
 from nova.tests.unit.virt.libvirt import test_driver
+from nova.virt.libvirt import driver as libvirt_driver
 
 from nova_ext import driver
+from os_brick_cas import compat
 from tests.upstream import harness
 
 # The startup guard compares nova's method signatures with ours. Upstream
@@ -34,5 +39,18 @@ VOLUME_TESTS = 'nova.tests.unit.virt.libvirt.volume'
 
 
 def load_tests(loader, standard_tests, pattern):
-    return harness.load(
-        loader, [test_driver.__name__] + harness.modules_under(VOLUME_TESTS))
+    """test_driver and volume/; on an older release, part of test_driver.
+
+    The newest release runs all of them. An older one runs only the
+    test_driver tests named after a method that reaches one of our
+    overrides (about 45 % of them): the rest test nova's own code, which
+    our subclass leaves alone and the newest release's run covers.
+    OS_BRICK_CAS_UPSTREAM_FULL=1 runs all of them on every release.
+    """
+    drivers = harness.load(loader, [test_driver.__name__])
+    if (compat.release_of('nova') != compat.NEWEST and
+            os.environ.get('OS_BRICK_CAS_UPSTREAM_FULL') != '1'):
+        drivers = harness.named_after(drivers, harness.reaching(
+            libvirt_driver.LibvirtDriver, driver.CachedRBDLibvirtDriver))
+    return unittest.TestSuite(
+        [drivers, harness.load(loader, harness.modules_under(VOLUME_TESTS))])
