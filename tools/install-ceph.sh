@@ -2,6 +2,7 @@
 # Debian's Ceph (mon, osd, CLI, rbd-fuse) for the real-Ceph test tier, and
 # the python rados/rbd bindings made importable from a venv.
 #   tools/install-ceph.sh [VENV]
+#   tools/install-ceph.sh --packages-only   # no venv touched
 # Idempotent. The bindings are exposed through a .pth file pointing at a
 # directory holding only symlinks to Debian's rados/rbd extension modules,
 # so no other Debian package leaks into the venv.
@@ -20,7 +21,7 @@ if [ ${#need[@]} -gt 0 ] || ! ls /usr/lib/python3/dist-packages/rados*.so \
     $SUDO apt-get install -y -qq --no-install-recommends ceph-mon ceph-osd \
         ceph-common rbd-fuse python3-rados python3-rbd fuse3 >/dev/null
 fi
-[ -d "$venv" ] || exit 0
+[ "$venv" != --packages-only ] && [ -d "$venv" ] || exit 0
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 bindings="$site/../os-brick-cas-ceph-bindings"
 mkdir -p "$bindings"

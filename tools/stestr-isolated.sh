@@ -13,9 +13,8 @@
 # (.stestr-parts/<suite>-<n>) and, for a fresh clone, on
 # tests/durations.csv: every functional and nova test, seconds measured
 # in a CI pre-flight's partitions on 2 cores (`stestr --repo-url
-# .stestr-parts/<suite>-<n> history show 0 --subunit | subunit2csv`; run
-# 0, since the older releases' nova suites reuse these repositories); a
-# few seconds for a test not listed there.
+# .stestr-parts/<suite>-<n> last --subunit | subunit2csv`); a few
+# seconds for a test not listed there.
 # Needs root (unshare, mount). Exit status non-zero if any test failed;
 # each partition's failing tests are printed at the end.
 set -uo pipefail
@@ -23,7 +22,10 @@ cd "$(dirname "$0")/.." || exit 1
 path=${1:?usage: $0 TEST_PATH [PARTS [FILTER...]]}
 parts=${2:-2}
 shift $(($# < 2 ? $# : 2))
-suite=$(basename "$path")
+# the partitions' repositories: .stestr-parts/<name>-<n>, name the test
+# path's last component unless OS_BRICK_CAS_PARTS_NAME says otherwise (an
+# older release's run of the same path beside this one)
+suite=${OS_BRICK_CAS_PARTS_NAME:-$(basename "$path")}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

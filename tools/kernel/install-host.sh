@@ -8,6 +8,9 @@
 # bcache-tools (make-bcache), fio and dmsetup for benchmarks/peers.py.
 # Idempotent.
 #   tools/kernel/install-host.sh                  # install what is missing
+#   tools/kernel/install-host.sh --packages-only  # the same, but leave the
+#                                                 # venv's Ceph bindings alone
+#                                                 # (one being built beside it)
 #   tools/kernel/install-host.sh --kernel-version # print the guest kernel
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,4 +42,8 @@ kver=$(kernel_version)
 [ -d "/lib/modules/$kver/build" ] || {
     echo "headers of $kver missing: apt-get install linux-headers-$kver" >&2
     exit 1; }
-tools/install-ceph.sh "${VENV:-.venv}"
+if [ "${1:-}" = --packages-only ]; then
+    tools/install-ceph.sh --packages-only
+else
+    tools/install-ceph.sh "${VENV:-.venv}"
+fi
