@@ -6,6 +6,10 @@
 #   tools/run-kernel-tests.sh                # tests/kernel, all of it
 #   tools/run-kernel-tests.sh test_busy ...  # only these modules / test ids
 #   tools/run-kernel-tests.sh --probe        # set the guest up, run nothing
+#   tools/run-kernel-tests.sh --prepare      # host packages, virtme-ng and
+#                                            # the Open CAS build only (no
+#                                            # venv needed; what a later run
+#                                            # then finds in its cache)
 #   tools/run-kernel-tests.sh --bench [ARGS] # benchmarks/kernel.py run ARGS
 #                                            # (figures, not tests; results
 #                                            # in bench.txt / bench.json)
@@ -50,12 +54,14 @@ note() { echo "[kernel $((SECONDS))s] $*"; }
 mode=tests
 case "${1:-}" in
     --probe) mode=probe; shift ;;
+    --prepare) mode=prepare; shift ;;
     --bench) mode=bench; shift ;;
     --bench-peers) mode=bench-peers; shift ;;
 esac
 [ "$(id -u)" -eq 0 ] || fail "needs root (apt-get, and it runs qemu)"
 venv=${VENV:-$checkout/.venv}
-[ -x "$venv/bin/python" ] || fail "no virtualenv at $venv (run tools/setup-env.sh)"
+[ "$mode" = prepare ] || [ -x "$venv/bin/python" ] ||
+    fail "no virtualenv at $venv (run tools/setup-env.sh)"
 if [ -n "${XDG_CACHE_HOME:-}" ]; then
     cache=${OS_BRICK_CAS_KERNEL_CACHE:-$XDG_CACHE_HOME/os-brick-cas}
 else
@@ -64,13 +70,19 @@ fi
 mkdir -p "$cache" || fail "cannot create cache directory $cache"
 
 # -- host packages: qemu, the current Debian kernel + headers, busybox ----
-tools/kernel/install-host.sh || fail "could not install the host packages"
+if [ "$mode" = prepare ]; then
+    # the project's venv may be under construction beside this
+    tools/kernel/install-host.sh --packages-only
+else
+    tools/kernel/install-host.sh
+fi || fail "could not install the host packages"
 kver=$(tools/kernel/install-host.sh --kernel-version) ||
     fail "cannot tell the version of linux-image-amd64"
 # libvirt's Python binding for tests/kernel/test_libvirt.py's nova driver,
 # built against the host's libvirt 9.0 (libvirt-dev); only this tier needs
 # it, so it is added here rather than by tools/setup-env.sh
-if ! "$venv/bin/python" -c 'import libvirt' 2>/dev/null; then
+if [ "$mode" != prepare ] &&
+        ! "$venv/bin/python" -c 'import libvirt' 2>/dev/null; then
     note "building libvirt-python 9.0.0 into $venv"
     "$venv/bin/pip" install -q libvirt-python==9.0.0 ||
         fail "could not build libvirt-python 9.0.0 (needs libvirt-dev, pkg-config, gcc)"
@@ -108,15 +120,16 @@ fi
 tarball=$(realpath "$tarball")
 casroot=$(tools/kernel/build-opencas.sh "$tarball" "$kver" "$cache" | tail -n 1) ||
     fail "Open CAS $(basename "$tarball") does not build for kernel $kver"
+[ -d "$casroot" ] || fail "Open CAS build of $tarball gave no staging root"
+version=$(cat "$casroot/VERSION")
+note "Open CAS $version for $kver: $casroot"
+[ "$mode" = prepare ] && exit 0
 if [ -n "${OS_BRICK_CAS_KERNEL_ANSIBLE_VENV:-}" ]; then
     # provision mode (tools/run-ansible-tests.sh): the os_brick_cas
     # role installs Open CAS in the guest from that staging root
     mode=provision
     set -- "$OS_BRICK_CAS_KERNEL_ANSIBLE_VENV" "$@"
 fi
-[ -d "$casroot" ] || fail "Open CAS build of $tarball gave no staging root"
-version=$(cat "$casroot/VERSION")
-note "Open CAS $version for $kver: $casroot"
 
 # -- guest ---------------------------------------------------------------
 results=${OS_BRICK_CAS_KERNEL_RESULTS:-}
@@ -166,7 +179,7 @@ note "booting $vmlinuz (memory ${OS_BRICK_CAS_KERNEL_MEMORY:-2G}, bound ${timeou
 # the guest's command line (the kernel's, 2 KiB at most) carries the
 # settings the guest reads: the role's plays and the reader-race sizes
 forwarded=()
-for name in OS_BRICK_CAS_ROLE_RUNS OS_BRICK_CAS_RACE_PASSES \
+for name in OS_BRICK_CAS_ROLE_RUNS OS_BRICK_CAS_RACE_PASSES OS_BRICK_CAS_KERNEL_PROFILE \
         OS_BRICK_CAS_RACE_MIB OS_BRICK_CAS_RACE_WIDE_LINES; do
     [ -n "${!name:-}" ] && forwarded+=("$name=${!name}")
 done
