@@ -301,9 +301,11 @@ class Bed(kernel_bench.Host):
     @contextlib.contextmanager
     def bcache(self, stack: data.Stack, origin: str) -> Iterator[Device]:
         wipe(CACHE_DEV)
-        # 256 KiB buckets: 256 of them on the 64 MiB cache (make-bcache
-        # refuses fewer than 128; its 512 KiB default gives exactly 128)
-        run('make-bcache', '--wipe-bcache', '--bucket', '256k', '-C',
+        # 64 KiB buckets: about 1000 on the 64 MiB cache. make-bcache
+        # takes 128 or more, but the kernel's cache_alloc refuses a cache
+        # of 512 or fewer ("ca->sb.nbuckets is too small": it sizes its
+        # free lists at nbuckets rounded up to a power of two / 1024)
+        run('make-bcache', '--wipe-bcache', '--bucket', '64k', '-C',
             CACHE_DEV, '-B', origin)
         try:
             for device in (CACHE_DEV, origin):
