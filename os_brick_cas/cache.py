@@ -145,11 +145,12 @@ class VolumeCache(object):
                           epoch, share)
         if added is None:
             return None
-        cached, in_place = added
-        # its class went in before the add (Keeper.new_core): then this
-        # only records the ask; else it loads the table as for any core
-        return self._with_share(cached, volume, share,
-                                new_core=not in_place)
+        cached, reserved = added
+        if reserved.in_place:
+            # its class went in before the add (Keeper.new_core)
+            self._record_ask(cached, volume, share)
+            return self._sharing(cached, volume, share, reserved.share)
+        return self._with_share(cached, volume, share, new_core=True)
 
     def _with_share(self, cached: CachedDevice, volume: str,
                     share: Optional[int], new_core: bool) -> CachedDevice:
@@ -175,6 +176,12 @@ class VolumeCache(object):
                          'core': labels.core(cached.cache_id,
                                              cached.core_id)})
             return cached
+        return self._sharing(cached, volume, share, now)
+
+    @staticmethod
+    def _sharing(cached: CachedDevice, volume: str, share: Optional[int],
+                 now: Optional[int]) -> CachedDevice:
+        """*cached* with the share *now* it has; a warning if not *share*."""
         if share is not None and now != share:
             LOG.warning('Volume %(vol)s asked for a %(share)d%% cache share '
                         'and has %(now)s (drained, or the IO-class budget '
@@ -236,12 +243,13 @@ class VolumeCache(object):
              volume: str, caches: list[casadm_output.CacheInstance],
              spec: Optional[rbd_names.ImageSpec], epoch: Optional[str],
              share: Optional[int] = None
-             ) -> Optional[tuple[CachedDevice, bool]]:
+             ) -> Optional[tuple[CachedDevice,
+                                 io_class_table.Reservation]]:
         """Add *core_device* as a new core of the instance for the mode.
 
         The core id is chosen first and its *share* loaded into the
         instance's table before casadm adds the core with that id; the
-        bool says whether that table is in place.
+        reservation says whether that table is in place.
         """
         placement = self.policy.place(requested, caches)
         if not placement.cached:
@@ -301,7 +309,7 @@ class VolumeCache(object):
                  '%(path)s', {'vol': volume, 'cache': cache_id,
                               'mode': mode.value, 'path': core.exported})
         return CachedDevice(cache_id, core.core_id, mode, core.exported,
-                            core_device, fresh=True), reserved.in_place
+                            core_device, fresh=True), reserved
 
     def _require_persistent_cache(self, cache_id: int,
                                   mode: modes.CacheMode, volume: str) -> None:

@@ -299,10 +299,14 @@ def table_lock(cache_id: int, timeout: Optional[float] = None):
 
 @dataclasses.dataclass(frozen=True)
 class Reservation:
-    """A new core's id (None: casadm picks); is its class in the table?"""
+    """A new core's id (None: casadm picks); is its class in the table?
+
+    *share*: what the core has in the table loaded for it (when in place).
+    """
 
     core_id: Optional[int]
     in_place: bool
+    share: Optional[int] = None
 
 
 class Keeper(object):
@@ -342,13 +346,18 @@ class Keeper(object):
                             'drain' if mine[0].drained else 'share',
                             labels.core(cache_id, core_id))
                 before = without_core(before, core_id)
-            wanted = with_entry(before, core_id, share, None,
-                                self._existing(cache_id))
-            composed = compose(wanted)
-            if composed.table != current:
-                self.casadm.load_io_classes(cache_id, composed.table)
+            composed = self._load(cache_id, current, with_entry(
+                before, core_id, share, None, self._existing(cache_id)))
             warn_unshared(cache_id, composed)
             return share_of(composed.table, core_id)
+
+    def _load(self, cache_id: int, current: list[casadm_output.IoClass],
+              wanted: Sequence[Entry]) -> Composed:
+        """Compose *wanted*; load it unless *current* is that table."""
+        composed = compose(wanted)
+        if composed.table != current:
+            self.casadm.load_io_classes(cache_id, composed.table)
+        return composed
 
     @contextlib.contextmanager
     def new_core(self, cache_id: int, share: Optional[int]
@@ -392,21 +401,23 @@ class Keeper(object):
                             'drain' if left[0].drained else 'share',
                             labels.core(cache_id, core_id))
                 before = without_core(before, core_id)
-            composed = compose(with_entry(before, core_id, share, False,
-                                          existing | {core_id}))
-            in_place = True
-            if composed.table != current:
-                try:
-                    self.casadm.load_io_classes(cache_id, composed.table)
-                except exception.CasError as exc:
-                    LOG.warning('Could not load the IO classes of %(core)s '
-                                'before adding it (%(err)s); trying again '
-                                'after the add.',
-                                {'err': exc,
-                                 'core': labels.core(cache_id, core_id)})
-                    in_place = False
             try:
-                yield Reservation(core_id, in_place)
+                composed = self._load(cache_id, current, with_entry(
+                    before, core_id, share, False, existing | {core_id}))
+            except exception.CasError as exc:
+                LOG.warning('Could not load the IO classes of %(core)s '
+                            'before adding it (%(err)s); trying again '
+                            'after the add.',
+                            {'err': exc,
+                             'core': labels.core(cache_id, core_id)})
+                reservation = Reservation(core_id, False)
+            else:
+                warn_unshared(cache_id, composed)
+                reservation = Reservation(
+                    core_id, True, share_of(composed.table, core_id))
+            in_place = reservation.in_place
+            try:
+                yield reservation
             except BaseException:
                 if in_place:
                     self._drop_reserved(cache_id, core_id)
@@ -416,9 +427,8 @@ class Keeper(object):
         """Take the class of a core that was not added out of the table."""
         try:
             current = self.casadm.list_io_classes(cache_id)
-            composed = compose(without_core(entries(current), core_id))
-            if composed.table != current:
-                self.casadm.load_io_classes(cache_id, composed.table)
+            self._load(cache_id, current,
+                       without_core(entries(current), core_id))
         except exception.CasError as exc:
             LOG.warning('Could not take the class of %(core)s, which was not '
                         'added, out of the IO-class table (%(err)s); the '

@@ -88,6 +88,9 @@ class ShareLifeTestCase(ShareBase):
         loads = [index for index, argv in enumerate(argvs)
                  if '--load-config' in argv]
         self.assertTrue(loads and max(loads) < add, argvs)
+        # and that table is not read or loaded again after the add
+        self.assertEqual([], [argv for argv in argvs[add:]
+                              if '--io-class' in argv])
         # the id the table names is the one the add used: the lowest free
         self.assertEqual(['--core-id', str(first.core_id + 1)],
                          argvs[add][-2:])
