@@ -71,8 +71,13 @@ run = kernel_bench.run
 
 
 def write_sysfs(path: str, value: str) -> None:
-    with open(path, 'w') as sysfs:
-        sysfs.write(value)
+    """Write *value* to *path*; a refusal names both."""
+    try:
+        with open(path, 'w') as sysfs:
+            sysfs.write(value)
+    except OSError as error:
+        raise OSError(error.errno, '%s (writing %r to %s)'
+                      % (error.strerror, value, path)) from error
 
 
 def read_sysfs(path: str) -> str:
@@ -323,8 +328,10 @@ class Bed(kernel_bench.Host):
                     sysfs + '/cache'), 60)
             write_sysfs(sysfs + '/cache_mode', 'writeback'
                         if stack.write_back else 'writethrough')
+            # bytes: since 5.x the kernel takes a plain number here
+            # (sysfs_strtoul_clamp), though it prints "4.0M"
             write_sysfs(sysfs + '/sequential_cutoff',
-                        '%dk' % data.SEQ_CUTOFF_KIB)
+                        str(data.SEQ_CUTOFF_KIB * 1024))
             run('udevadm', 'settle', '-t', '30')
             yield BcacheDevice(stack, '/dev/' + name, sysfs)
         finally:
