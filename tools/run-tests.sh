@@ -71,8 +71,10 @@ release_suite() {
         prepare_pid=
         grep -v '^WARNING: Location' "$FAILURES_DIR/prepare-venvs.log"
     fi
-    VENV=$venv UPPER_CONSTRAINTS_FILE="tools/upper-constraints-$release.txt" \
-        tools/setup-env.sh || return 1
+    if [ -z "${READY[$release]:-}" ]; then
+        VENV=$venv UPPER_CONSTRAINTS_FILE="tools/upper-constraints-$release.txt" \
+            tools/setup-env.sh || return 1
+    fi
     case $part in
         all) tiers=(unit nova cinder upstream) ;;
         light) tiers=(unit cinder upstream) ;;
@@ -169,6 +171,8 @@ suite() {
 
 failed=()
 declare -A took
+# older releases whose venv is set up already (see the lanes)
+declare -A READY=()
 declare -A absent
 
 # The older releases' dependencies are installed while the first suites
@@ -381,12 +385,23 @@ for index in "${!SUITES[@]}"; do
     in_shadow "$name" || wait_for_kernel
     if [ "${OS_BRICK_CAS_POST_LANES:-2}" = 2 ] &&
             all_in_lanes "${SUITES[@]:$index}"; then
-        # the older releases' venvs are ready before the lanes fork
+        # the older releases' venvs are ready before the lanes fork:
+        # each "pip install -e ." rewrites the checkout's egg-info, so two
+        # must never run at once
         if [ -n "$prepare_pid" ]; then
             wait "$prepare_pid"
             prepare_pid=
             grep -v '^WARNING: Location' "$FAILURES_DIR/prepare-venvs.log"
         fi
+        for later in "${SUITES[@]:$index}"; do
+            case $later in
+                release-nova-*)
+                    release=${later#release-nova-}
+                    VENV=.venv-$release \
+                        UPPER_CONSTRAINTS_FILE="tools/upper-constraints-$release.txt" \
+                        tools/setup-env.sh && READY[$release]=1 ;;
+            esac
+        done
         run_lanes "${SUITES[@]:$index}"
         break
     fi
