@@ -78,15 +78,6 @@ else
 fi || fail "could not install the host packages"
 kver=$(tools/kernel/install-host.sh --kernel-version) ||
     fail "cannot tell the version of linux-image-amd64"
-# libvirt's Python binding for tests/kernel/test_libvirt.py's nova driver,
-# built against the host's libvirt 9.0 (libvirt-dev); only this tier needs
-# it, so it is added here rather than by tools/setup-env.sh
-if [ "$mode" != prepare ] &&
-        ! "$venv/bin/python" -c 'import libvirt' 2>/dev/null; then
-    note "building libvirt-python 9.0.0 into $venv"
-    "$venv/bin/pip" install -q libvirt-python==9.0.0 ||
-        fail "could not build libvirt-python 9.0.0 (needs libvirt-dev, pkg-config, gcc)"
-fi
 vmlinuz=/boot/vmlinuz-$kver
 [ -r "$vmlinuz" ] || fail "$vmlinuz missing (linux-image-$kver not installed)"
 vng_venv=$cache/virtme-ng-1.42
@@ -97,6 +88,28 @@ if [ ! -x "$vng_venv/bin/vng" ]; then
         rm -rf "$vng_venv"
         fail "could not install virtme-ng==1.42 from PyPI"
     fi
+fi
+
+# libvirt's Python binding for tests/kernel/test_libvirt.py's nova driver,
+# built against the host's libvirt 9.0 (libvirt-dev); only this tier needs
+# it, so it is added here rather than by tools/setup-env.sh. The build
+# (gcc, about a minute) makes a wheel in the cache, so --prepare does it
+# before the project's venv exists (virtme-ng's venv has the same python3)
+wheels=$cache/wheels
+if ! compgen -G "$wheels/libvirt_python-9.0.0-*.whl" >/dev/null; then
+    note "building a libvirt-python 9.0.0 wheel into $wheels"
+    "$vng_venv/bin/pip" wheel -q --no-deps -w "$wheels" \
+        libvirt-python==9.0.0 ||
+        fail "could not build libvirt-python 9.0.0 (needs libvirt-dev, pkg-config, gcc)"
+fi
+if [ "$mode" != prepare ] &&
+        ! "$venv/bin/python" -c 'import libvirt' 2>/dev/null; then
+    note "installing libvirt-python 9.0.0 into $venv"
+    # (built again if the venv's Python is not the wheel's)
+    "$venv/bin/pip" install -q --no-index --find-links "$wheels" \
+        libvirt-python==9.0.0 2>/dev/null ||
+        "$venv/bin/pip" install -q libvirt-python==9.0.0 ||
+        fail "could not build libvirt-python 9.0.0 (needs libvirt-dev, pkg-config, gcc)"
 fi
 
 # -- Open CAS for the guest kernel: the os_brick_cas role's build tasks --
