@@ -10,14 +10,16 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The pure logic of the peer benchmark (benchmarks/peers_data.py)."""
+"""The peer benchmark's logic (benchmarks/peers_data.py, run_case)."""
 
 import importlib.util
 import json
 import os
+from unittest import mock
 
 import testtools
 
+from benchmarks import peers
 from os_brick_cas.host import layout_file
 from os_brick_cas.opencas import casadm_params as P
 
@@ -176,3 +178,47 @@ class LayoutTest(testtools.TestCase):
         acp = self.lines(2, 'wb', 'acp', release=(25, 12))
         self.assertIn('casadm -X -n cleaning -i 2 -p acp', acp)
         self.assertFalse(any('cleaning-' in line for line in acp))
+
+
+class RunCaseTest(testtools.TestCase):
+    """benchmarks/peers.run_case with fio and the block device mocked."""
+
+    class Counting(object):
+        """A stack whose counters advance only once settled (bcache)."""
+
+        def __init__(self):
+            self.stack = data.Stack('fake', 'bcache', 'wb')
+            self.path = '/dev/fake'
+            self.settled = 0
+            self.counts = (0, 0)
+
+        def set_cleaning(self, running):
+            pass
+
+        def dirty_bytes(self):
+            return None
+
+        def settle_counters(self):
+            self.settled += 1
+            self.counts = (self.counts[0] + 90, self.counts[1] + 100)
+
+        def read_counters(self):
+            return self.counts
+
+    def _run(self, case):
+        with open(SAMPLE) as source:
+            fio = source.read()
+        device = self.Counting()
+        args = mock.Mock(image_mb=128, range_mb=16, runtime=1)
+        with mock.patch.object(peers, 'run', return_value=fio), \
+                mock.patch.object(peers, 'sectors', return_value=2 ** 20):
+            return device, peers.run_case(device, case, args, 0.0)
+
+    def test_a_read_case_counts_what_settled_after_it(self):
+        device, result = self._run(data.Case('hit', 'randread'))
+        self.assertEqual(1, device.settled)
+        self.assertEqual(0.9, result['read_hit_ratio'])
+
+    def test_a_write_case_has_no_read_hit_ratio(self):
+        _device, result = self._run(data.Case('w', 'randwrite'))
+        self.assertNotIn('read_hit_ratio', result)
