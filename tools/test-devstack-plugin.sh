@@ -676,7 +676,7 @@ host_apply_called() {
 }
 
 host_stop_called() {
-    called "os-brick-cas --config-file $S/data/os-brick-cas/host-cli.conf host stop --flush-timeout 1800 -f value -c cache_id -c result"
+    called "os-brick-cas --config-file $S/data/os-brick-cas/host-cli.conf host stop --with-cores --flush-timeout 1800 -f value -c cache_id -c result"
 }
 host_forget_called() {
     called "os-brick-cas --config-file $S/data/os-brick-cas/host-cli.conf host forget -f value -c cache_id -c result"

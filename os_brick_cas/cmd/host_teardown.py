@@ -50,6 +50,11 @@ def add_parser(subparsers: Any) -> None:
                       metavar='SECONDS',
                       help='bound of each flush and of each stop '
                            '(default: [os_brick_cas] flush_timeout)')
+    stop.add_argument('--with-cores', action='store_true',
+                      help='also stop instances that still have cores '
+                           '(volumes attached to servers that are shut '
+                           'off), flushed first; without it such an '
+                           'instance is kept')
     stop.set_defaults(func=run_stop)
     forget = verbs.add_parser(
         'forget', help="drop the opencas.conf rows of the layout's stopped "
@@ -85,7 +90,7 @@ def _report(args: argparse.Namespace, verb: str,
 def run_stop(args: argparse.Namespace) -> int:
     timeout = args.flush_timeout or CONF[opts.GROUP].flush_timeout
     return _report(args, 'stop', lambda casadm, layout: host_teardown.stop(
-        casadm, layout, timeout))
+        casadm, layout, timeout, with_cores=args.with_cores))
 
 
 def run_forget(args: argparse.Namespace) -> int:

@@ -13,7 +13,8 @@
 """Taking a host's cache instances down: the reverse of ``host apply``.
 
 :func:`stop` flushes (bounded) and stops every instance of the host layout
-that runs, then drops the opencas.conf rows of those it stopped;
+that runs and has no cores (or, asked to, with its cores), then drops the
+opencas.conf rows of those it stopped;
 :func:`forget` drops the rows of instances that no longer run once their
 cache device holds no dirty Open CAS metadata. Neither ever drops dirty
 data: an instance whose flush fails keeps running, listed in opencas.conf,
@@ -88,11 +89,26 @@ def _flush_refusal(cache_id: int, mode: str, error: Exception) -> str:
             '--no-data-flush.' % (error, cache_id))
 
 
+def _cores_refusal(cache: casadm_output.CacheInstance) -> str:
+    return ('%d core(s) still on it: %s. A volume attached to a server that '
+            'is shut off keeps its core, and stopping the instance would '
+            'leave that server unable to start until a hard reboot. Detach '
+            'those volumes (or delete their servers) and run "os-brick-cas '
+            'host stop" again, or run "os-brick-cas host stop --with-cores" '
+            'to flush and take the cores down with the instance. Nothing '
+            'was flushed or stopped.' % (
+                len(cache.cores), ', '.join(
+                    '%s (%s)' % (core.label, core.device)
+                    for core in cache.cores)))
+
+
 def _stop_one(casadm: casadm_mod.Casadm,
               layout: layout_file.InstanceLayout,
-              cache: casadm_output.CacheInstance, flush_timeout: int
-              ) -> Outcome:
+              cache: casadm_output.CacheInstance, flush_timeout: int,
+              with_cores: bool) -> Outcome:
     cache_id, mode = layout.cache_id, cache.current_mode
+    if cache.cores and not with_cores:
+        return Outcome(cache_id, mode, KEPT, _cores_refusal(cache))
     if _holds_dirty_data(layout, cache):
         try:
             casadm.flush(cache_id, None, flush_timeout)
@@ -111,9 +127,10 @@ def _stop_one(casadm: casadm_mod.Casadm,
 
 
 def stop(casadm: casadm_mod.Casadm, layout: layout_file.HostLayout,
-         flush_timeout: int) -> list[Outcome]:
+         flush_timeout: int, with_cores: bool = False) -> list[Outcome]:
     """Flush and stop every instance of *layout* that runs.
 
+    An instance with cores (attached volumes) is kept unless *with_cores*.
     Instances in a mode that may hold dirty data (the layout's or the
     running one) are flushed first, bounded by *flush_timeout* seconds;
     a failed flush keeps the instance running. The opencas.conf rows of
@@ -128,7 +145,8 @@ def stop(casadm: casadm_mod.Casadm, layout: layout_file.HostLayout,
             outcomes.append(Outcome(instance.cache_id,
                                     instance.mode.value, NOT_RUNNING))
             continue
-        outcomes.append(_stop_one(casadm, instance, cache, flush_timeout))
+        outcomes.append(_stop_one(casadm, instance, cache, flush_timeout,
+                                  with_cores))
     stopped = [o.cache_id for o in outcomes if o.result == STOPPED]
     if stopped:
         priv_devices.forget_caches(stopped)

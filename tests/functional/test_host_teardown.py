@@ -79,7 +79,7 @@ class HostTeardownTestCase(base.FunctionalTestCase):
     def test_stop_flushes_wb_stops_both_and_drops_their_rows(self):
         _, core_id = self.dirty_wb_volume()
         self.assertIn(2, self.conf_ids('cores'))
-        code, out, err = self.host_cli('stop')
+        code, out, err = self.host_cli('stop', '--with-cores')
         self.assertEqual(0, code, err)
         self.assertIn('cache instance 1 (wt): stopped\n', out)
         self.assertIn('cache instance 2 (wb): stopped\n', out)
@@ -101,11 +101,37 @@ class HostTeardownTestCase(base.FunctionalTestCase):
         self.assertEqual(0, code, err)
         self.assertIn('cache instance 2 (wb): not-running', out)
 
+    def test_an_instance_with_cores_is_kept_untouched_without_with_cores(
+            self):
+        # a volume attached to a server that is shut off: nothing holds
+        # its core open, and stopping would take it away from the server
+        _, core_id = self.dirty_wb_volume(300)
+        before = self.read_conf()
+        code, out, err = self.host_cli('stop')
+        self.assertEqual(2, code, err)
+        self.assertIn('REFUSED cache instance 2 (wb): kept: 1 core(s) still '
+                      'on it: core %d of cache instance 2 (' % core_id, err)
+        self.assertIn('"os-brick-cas host stop --with-cores"', err)
+        self.assertIn('Nothing was flushed or stopped.', err)
+        self.assertIn('cache instance 1 (wt): stopped', out)
+        # instance 2 runs on with its core, its dirty data and its rows:
+        # not even flushed
+        core = next(c for c in self.cores() if c.cache_id == 2)
+        self.assertEqual((core_id, 300), (core.core_id, self.dirty(core)))
+        argvs = self.casadm_argvs()
+        self.assertNotIn(['casadm', '--flush-cache', '--cache-id', '2'],
+                         argvs)
+        self.assertNotIn(['casadm', '--stop-cache', '--cache-id', '2'],
+                         argvs)
+        self.assertIn(2, self.conf_ids('caches'))
+        self.assertIn(2, self.conf_ids('cores'))
+        self.assertNotEqual(before, self.read_conf())   # 1's rows went
+
     def test_dirty_wb_instance_whose_flush_fails_is_kept_with_its_data(self):
         _, core_id = self.dirty_wb_volume(300)
         before = self.read_conf()
         self.host.inject_fault('flush-cache', exit_code=1, stderr=FLUSH_FAILS)
-        code, out, err = self.host_cli('stop')
+        code, out, err = self.host_cli('stop', '--with-cores')
         self.assertEqual(2, code, err)
         self.assertIn('REFUSED cache instance 2 (wb): kept: flushing it '
                       'failed', err)
@@ -137,7 +163,8 @@ class HostTeardownTestCase(base.FunctionalTestCase):
     def test_a_flush_past_the_bound_is_interrupted_and_kept(self):
         self.dirty_wb_volume(300)
         self.host.inject_fault('flush-cache', hang=30)
-        code, out, err = self.host_cli('stop', '--flush-timeout', '1')
+        code, out, err = self.host_cli('stop', '--with-cores',
+                                       '--flush-timeout', '1')
         self.assertEqual(2, code, err)
         self.assertIn('cache instance 2 (wb): kept: flushing it failed '
                       '(Flushing all cores of cache instance 2 did not '
@@ -168,7 +195,7 @@ class HostTeardownTestCase(base.FunctionalTestCase):
 
     def test_forget_after_a_clean_stop_drops_every_row_of_the_layout(self):
         self.dirty_wb_volume(300)
-        code, _, err = self.host_cli('stop')
+        code, _, err = self.host_cli('stop', '--with-cores')
         self.assertEqual(0, code, err)
         # stop dropped the rows already; an operator put one back by hand
         with open(self.opencas_conf) as conf_file:
