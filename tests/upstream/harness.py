@@ -21,12 +21,13 @@ its own class.
 """
 
 import ast
-from collections.abc import Iterator
 import importlib
 import inspect
 import pkgutil
 import types
 import unittest
+
+import testtools
 
 
 class ProxyModule(types.ModuleType):
@@ -117,16 +118,8 @@ def reaching(parent: type, subclass: type) -> set:
         found |= more
 
 
-def _tests(suite: unittest.TestSuite) -> Iterator[unittest.TestCase]:
-    for test in suite:
-        if isinstance(test, unittest.TestSuite):
-            yield from _tests(test)
-        else:
-            yield test
-
-
 def named_after(suite: unittest.TestSuite, names: set) -> unittest.TestSuite:
     """The tests of *suite* whose method name contains one of *names*."""
     return unittest.TestSuite(
-        test for test in _tests(suite)
+        test for test in testtools.iterate_tests(suite)
         if any(name in test.id().rpartition('.')[2] for name in names))
