@@ -156,13 +156,28 @@ def _int(stats: dict[str, str], title: str) -> Optional[int]:
     return None if value is None else int(value)
 
 
-def hit_ratio(stats: dict[str, str], kind: str) -> Optional[float]:
-    """Hits / total requests of *kind* ('Read' or 'Write'), 0..1."""
+def requests_of(stats: dict[str, str], kind: str
+                ) -> Optional[tuple[float, float]]:
+    """(hits, every request) of *kind* ('Read' or 'Write'), or None.
+
+    casadm's "<kind> total" leaves out the requests it passed through
+    (sequential cut-off, a pass-through IO class, promotion refusals):
+    they reached Ceph, so they count as requests the cache did not serve.
+    """
     hits = _number(stats, '%s hits [Requests]' % kind)
     total = _number(stats, '%s total [Requests]' % kind)
-    if hits is None or not total:
+    if hits is None or total is None:
         return None
-    return hits / total
+    passed = _number(stats, 'Pass-Through %ss [Requests]' % kind.lower())
+    return hits, total + (passed or 0)
+
+
+def hit_ratio(stats: dict[str, str], kind: str) -> Optional[float]:
+    """Hits / every request of *kind* ('Read' or 'Write'), 0..1."""
+    counted = requests_of(stats, kind)
+    if counted is None or not counted[1]:
+        return None
+    return counted[0] / counted[1]
 
 
 def _stats(casadm: casadm_mod.Casadm, cache_id: int,

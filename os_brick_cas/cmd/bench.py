@@ -104,16 +104,20 @@ def hit_ratio(path: str) -> Optional[float]:
 
 
 def read_counters(path: str) -> Optional[tuple[int, int]]:
-    """(read hits, read total) of the core behind *path*, None if not CAS."""
+    """(read hits, reads incl. passed through) of the core behind *path*.
+
+    None if *path* is not a CAS core or its counters cannot be read.
+    """
     ids = casadm_output.core_of_exported(path)
     if ids is None:
         return None
     try:
-        stats = casadm_mod.Casadm().stats(*ids)
-        return (int(float(stats['Read hits [Requests]'])),
-                int(float(stats['Read total [Requests]'])))
-    except (exception.CasError, KeyError, ValueError):
+        counted = report.requests_of(casadm_mod.Casadm().stats(*ids), 'Read')
+    except exception.CasError:
         return None
+    if counted is None:
+        return None
+    return int(counted[0]), int(counted[1])
 
 
 def _run_hit_ratio(before: Optional[tuple[int, int]],

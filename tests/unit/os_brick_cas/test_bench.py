@@ -135,6 +135,24 @@ class ReportHelpersTestCase(testtools.TestCase):
             {'Read hits [Requests]': '0', 'Read total [Requests]': '0'},
             'Read'))
 
+    def test_hit_ratio_counts_passed_through_requests_as_misses(self):
+        # casadm's "Read total" leaves out pass-through reads (e.g. a
+        # sequential scan over the cut-off): they reached Ceph
+        stats = {'Read hits [Requests]': '10', 'Read total [Requests]': '10',
+                 'Pass-Through reads [Requests]': '990',
+                 'Write hits [Requests]': '3',
+                 'Write total [Requests]': '4',
+                 'Pass-Through writes [Requests]': '4'}
+        self.assertEqual(0.01, report.hit_ratio(stats, 'Read'))
+        self.assertEqual(3 / 8, report.hit_ratio(stats, 'Write'))
+        self.assertEqual((10, 1000), report.requests_of(stats, 'Read'))
+        self.assertIsNone(report.hit_ratio(
+            {'Read hits [Requests]': '0', 'Read total [Requests]': '0',
+             'Pass-Through reads [Requests]': '0'}, 'Read'))
+        self.assertEqual(0.0, report.hit_ratio(
+            {'Read hits [Requests]': '0', 'Read total [Requests]': '0',
+             'Pass-Through reads [Requests]': '7'}, 'Read'))
+
 
 class RepeatedRunsTestCase(unit_base.TestCase):
     """--repeat: each run's own read hit ratio (fio and casadm faked)."""
