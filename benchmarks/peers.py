@@ -15,15 +15,18 @@
 Runs inside the real-kernel guest, set up by the kernel runner::
 
     tools/run-kernel-tests.sh --bench-peers [--quick] [--dry-run]
-        [--runtime S] [--range-mb N] [--image-mb N] [--cas-cleaning alru,acp]
+        [--runtime S] [--range-mb N] [--image-mb N] [--stacks A,B]
+        [--cas-variant NAME=MODE:KEY=VALUE,...]
 
 In one run, on the same cache device (brd /dev/ram0, the same size for
 every stack) in front of a fresh krbd image of the guest's Ceph per
-stack: plain krbd; Open CAS wt and wb attached by the product's
-CachedRBDConnector with the product's per-mode defaults
-(layout_file.mode_defaults); bcache writethrough and writeback
-(sequential_cutoff = the product's seq-cutoff threshold); dm-cache smq
-writethrough and writeback (metadata on /dev/ram3); dm-writecache. The
+stack: plain krbd; Open CAS wt and wb started from a host layout by the
+product's host preparation (``host apply``) with the product's per-mode
+defaults (layout_file.mode_defaults), or a variant of them
+(``--cas-variant``), and attached by the product's CachedRBDConnector;
+bcache writethrough and writeback (sequential_cutoff = the product's
+seq-cutoff threshold); dm-cache smq writethrough and writeback (metadata
+on /dev/ram3); dm-writecache. The
 cases (peers_data.CASES) are the seed study's five, 4k QD1/QD16 random
 read and write, a zipf working set larger than the cache and a
 sequential scan through a warm cache. Figures per case: fio's average and
@@ -54,7 +57,12 @@ from typing import Any, Callable, Iterator, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import yaml   # noqa: E402
+
 import kernel as kernel_bench   # noqa: E402  benchmarks/kernel.py
+from os_brick_cas import casadm as casadm_mod   # noqa: E402
+from os_brick_cas.host import layout_file   # noqa: E402
+from os_brick_cas.host import prep   # noqa: E402
 import peers_data as data       # noqa: E402  benchmarks/peers_data.py
 
 CACHE_DEV = '/dev/ram0'
@@ -135,8 +143,10 @@ class Device(object):
 
 
 class CasDevice(Device):
-    def __init__(self, stack: data.Stack, path: str):
+    def __init__(self, stack: data.Stack, path: str, applied: list[str]):
         super().__init__(stack, path)
+        #: what the product's host preparation did to start the instance
+        self.applied = applied
         self.bench = kernel_bench.drain_bench.Bench(path, FLUSH_TIMEOUT_S)
 
     def read_counters(self) -> Optional[tuple[int, int]]:
@@ -146,7 +156,7 @@ class CasDevice(Device):
         return self.bench.dirty() * 4096
 
     def set_cleaning(self, running: bool) -> None:
-        policy = (self.stack.cleaning or 'alru') if running else 'nop'
+        policy = self.stack.cleaning if running else 'nop'
         kernel_bench.Host.cleaning(CAS_ID, policy)
 
     def drain(self) -> Optional[float]:
@@ -259,35 +269,45 @@ class Bed(kernel_bench.Host):
         finally:
             self.detach(props, path)
 
-    def start_cas(self, stack: data.Stack) -> None:
-        run('casadm', '-S', '-i', str(CAS_ID), '-d', CACHE_DEV, '-c',
-            stack.mode, '-x', str(data.layout_file.DEFAULT_LINE_SIZE_KIB),
-            '--force')
-        for argv in data.layout_argvs(CAS_ID, stack.mode, stack.cleaning,
-                                      opencas_release()):
-            # seq-cutoff is per core: the attach sets it (below)
-            if 'seq-cutoff' not in argv:
-                run(*argv)
-        # the host layout the product's attach reads: it gives each new
-        # core the layout's sequential cut-off (core_tuning)
-        layout = os.path.join(self.workdir, 'host-layout.yaml')
-        with open(layout, 'w') as out:
-            out.write('version: 1\ninstances:\n  - id: %d\n    mode: %s\n'
-                      '    device: %s\n' % (CAS_ID, stack.mode, CACHE_DEV))
-            if stack.cleaning:
-                out.write('    cleaning:\n      policy: %s\n'
-                          % stack.cleaning)
+    def start_cas(self, stack: data.Stack) -> list[str]:
+        """Start the stack's instance as ``host apply`` does; its changes.
+
+        The stack's host layout (the product's per-mode defaults and the
+        variant's changes) goes through the product's own host preparation
+        (os_brick_cas.host.prep): the start with its cache line size, the
+        runtime parameters; the attach then gives the core the layout's
+        sequential cut-off (core_tuning).
+        """
+        layout_path = os.path.join(self.workdir, 'host-layout.yaml')
+        with open(layout_path, 'w') as out:
+            yaml.safe_dump(stack.layout_document(CAS_ID, CACHE_DEV), out)
         with open(kernel_bench.OPENCAS_CONF, 'w') as conf:
-            conf.write('version=19.3.0\n[caches]\n%d\t%s\t%s\n[cores]\n' % (
-                CAS_ID, CACHE_DEV, stack.mode.upper()))
+            conf.write('version=19.3.0\n[caches]\n[cores]\n')
         for name, value in (
                 ('cache_instances', {stack.mode: str(CAS_ID)}),
                 ('opencas_conf', kernel_bench.OPENCAS_CONF),
                 ('lock_path', self.workdir), ('state_path', self.workdir),
-                ('host_layout', layout),
+                ('host_layout', layout_path),
                 ('flush_timeout', FLUSH_TIMEOUT_S), ('casadm_timeout', 60)):
             kernel_bench.CONF.set_override(name, value,
                                            group=kernel_bench.opts.GROUP)
+        layout = layout_file.load(layout_path)
+        casadm = casadm_mod.Casadm()
+        state = prep.survey(casadm, layout)
+        if state.refusals:
+            raise RuntimeError('host layout of %s refused: %s' % (
+                stack.name, '; '.join(state.refusals)))
+        applied = []
+        for action in state.actions:
+            action.run(casadm)
+            applied.append(str(action))
+        prep.write_conf(layout)
+        left = prep.survey(casadm, layout)
+        if left.actions or left.refusals:
+            raise RuntimeError('%s still differs from its layout: %s' % (
+                stack.name, '; '.join(map(str, left.actions)) or
+                '; '.join(left.refusals)))
+        return applied
 
     @contextlib.contextmanager
     def stack(self, stack: data.Stack, args: argparse.Namespace
@@ -297,11 +317,11 @@ class Bed(kernel_bench.Host):
                 yield Device(stack, path)
         elif stack.kind == 'cas':
             wipe(CACHE_DEV)
-            self.start_cas(stack)
             try:
+                applied = self.start_cas(stack)
                 props, path = self.attach(self.new_image(args), stack.mode)
                 try:
-                    yield CasDevice(stack, path)
+                    yield CasDevice(stack, path, applied)
                 finally:
                     self.detach(props, path)   # flushes dirty data first
             finally:
@@ -491,9 +511,13 @@ def run_stack(bed: Bed, stack: data.Stack, args: argparse.Namespace,
     """Run *stack*'s cases into *entry* (kept if a later case fails)."""
     started = time.monotonic()
     entry.update(stack=stack.name, kind=stack.kind, mode=stack.mode,
-                 cleaning=stack.cleaning, cases=[], drain={})
+                 cleaning=stack.cleaning, layout=dict(stack.layout),
+                 cases=[], drain={})
     with bed.stack(stack, args) as device:
         if isinstance(device, CasDevice):
+            entry['applied'] = device.applied
+            for line in device.applied:
+                emit('%-14s %s' % (stack.name, line))
             # what the product's attach gave the core (host layout)
             with contextlib.suppress(RuntimeError):
                 entry['core_seq_cutoff'] = run(
@@ -561,7 +585,7 @@ def check_prerequisites() -> list[str]:
 
 
 QUICK = {'runtime': 3, 'range_mb': 8, 'image_mb': 80,
-         'cas_cleaning': 'alru', 'drain_timeout': 60}
+         'cas_variant': [], 'drain_timeout': 60}
 
 
 def run_guest(args: argparse.Namespace) -> int:
@@ -570,12 +594,14 @@ def run_guest(args: argparse.Namespace) -> int:
             if getattr(args, name) is None:
                 setattr(args, name, value)
     for name, value in (('runtime', 10), ('range_mb', 16), ('image_mb', 128),
-                        ('cas_cleaning', 'alru,acp'), ('drain_timeout', 300)):
+                        ('cas_variant', list(data.DEFAULT_VARIANTS)),
+                        ('drain_timeout', 300)):
         if getattr(args, name) is None:
             setattr(args, name, value)
     global DRAIN_TIMEOUT_S
     DRAIN_TIMEOUT_S = args.drain_timeout
-    stack_list = data.stacks(args.cas_cleaning.split(','))
+    stack_list = data.stacks([data.parse_variant(text)
+                              for text in args.cas_variant])
     if args.stacks:
         stack_list = [s for s in stack_list if s.name in args.stacks]
     results_dir = args.results or os.environ.get(
@@ -715,9 +741,12 @@ def main(argv: list[str]) -> int:
     guest.add_argument('--image-mb', type=int,
                        help='each image, larger than the cache (default '
                             '128; the brd cache is 64 MiB)')
-    guest.add_argument('--cas-cleaning',
-                       help='Open CAS wb cleaning policies, one stack each '
-                            '(default alru,acp; alru is the product\'s)')
+    guest.add_argument('--cas-variant', action='append',
+                       help='an Open CAS stack besides the product\'s '
+                            'defaults, NAME=MODE[:KEY=VALUE,...], e.g. '
+                            'cas-wb-64k=wb:line_size_kib=64 or cas-wb-fast='
+                            'wb:cleaning.wake_up_s=1; repeatable (default '
+                            '%s)' % ' '.join(data.DEFAULT_VARIANTS))
     guest.add_argument('--drain-timeout', type=int,
                        help='seconds to wait for a cache to clean itself '
                             'after its cases (default 300)')

@@ -14,8 +14,9 @@
 
 The case table, the stacks, fio's JSON, the peers' status lines (bcache's
 sysfs sizes, dm-cache and dm-writecache ``dmsetup status``), the guest's
-CPU counters and the casadm ``-X`` lines that give an Open CAS instance
-the product's per-mode defaults. Nothing here runs a command.
+CPU counters and the host layout an Open CAS stack is set up by (the
+product's per-mode defaults, or a variant of them). Nothing here runs a
+command.
 """
 
 import dataclasses
@@ -23,8 +24,9 @@ import json
 import re
 from typing import Any, Optional
 
+import yaml
+
 from os_brick_cas.host import layout_file
-from os_brick_cas import modes
 from os_brick_cas.opencas import casadm_params as P
 
 #: the product's sequential cut-off threshold, given to bcache as well
@@ -83,34 +85,96 @@ CASES = (
 
 @dataclasses.dataclass(frozen=True)
 class Stack:
-    """One cache stack: *kind* krbd, cas, bcache, dmcache or dmwritecache."""
+    """One cache stack: *kind* krbd, cas, bcache, dmcache or dmwritecache.
+
+    *layout*: an Open CAS stack's host-layout fields that differ from the
+    product's defaults, as (dotted key, value) pairs: ``line_size_kib``
+    or ``<section>.<field>`` (``cleaning.policy``, ``cleaning.wake_up_s``,
+    ``promotion.policy``, ``seq_cutoff.threshold_kib``).
+    """
 
     name: str
     kind: str
     mode: Optional[str] = None   # wt, wb (None: krbd)
-    cleaning: Optional[str] = None   # Open CAS wb: alru (default) or acp
+    layout: tuple[tuple[str, Any], ...] = ()
 
     @property
     def write_back(self) -> bool:
         return self.mode == 'wb'
 
+    @property
+    def cleaning(self) -> Optional[str]:
+        """An Open CAS stack's cleaning policy (the layout's or default)."""
+        if self.kind != 'cas' or self.mode is None:
+            return None
+        return self.instance_layout(1, '/dev/ram0').policy(P.CLEANING)
 
-def stacks(cas_cleaning: list[str]) -> list[Stack]:
+    def layout_document(self, cache_id: int, device: str) -> dict[str, Any]:
+        """The host layout (one instance) the product sets this stack by."""
+        instance: dict[str, Any] = {'id': cache_id, 'mode': self.mode,
+                                    'device': device}
+        for key, value in self.layout:
+            section, _, field = key.rpartition('.')
+            if section:
+                instance.setdefault(section, {})[field] = value
+            else:
+                instance[field] = value
+        return {'version': 1, 'instances': [instance]}
+
+    def instance_layout(self, cache_id: int, device: str
+                        ) -> layout_file.InstanceLayout:
+        """The validated layout instance (HostLayoutInvalid if not valid)."""
+        text = yaml.safe_dump(self.layout_document(cache_id, device))
+        return layout_file.parse(text, self.name).instances[0]
+
+
+#: variants of the product's Open CAS configuration run by default
+DEFAULT_VARIANTS = ('cas-wb-acp=wb:cleaning.policy=acp',)
+
+
+def parse_variant(text: str) -> Stack:
+    """``NAME=MODE[:KEY=VALUE,...]``: an Open CAS stack with layout changes.
+
+    ``cas-wb-64k=wb:line_size_kib=64``; values are YAML scalars. The
+    result is checked against the host layout's own validation.
+    """
+    name, sep, rest = text.partition('=')
+    mode, _, assignments = rest.partition(':')
+    if not sep or not re.fullmatch(r'cas-[a-z0-9.-]+', name) or \
+            mode not in ('wt', 'wb'):
+        raise ValueError('a variant is NAME=MODE[:KEY=VALUE,...] with NAME '
+                         'cas-... and MODE wt or wb, not %r' % text)
+    layout = []
+    for assignment in filter(None, assignments.split(',')):
+        key, sep, value = assignment.partition('=')
+        section = key.rpartition('.')[0]
+        if not sep or (section and section not in layout_file.SECTIONS) or \
+                (not section and key != 'line_size_kib'):
+            raise ValueError('%r in variant %s: KEY is line_size_kib or '
+                             '<%s>.<field>' % (assignment, name,
+                                               '|'.join(layout_file.SECTIONS)))
+        layout.append((key, yaml.safe_load(value)))
+    stack = Stack(name, 'cas', mode, tuple(layout))
+    stack.instance_layout(1, '/dev/ram0')   # HostLayoutInvalid if wrong
+    return stack
+
+
+def stacks(variants: list[Stack]) -> list[Stack]:
     """Every stack of one run: plain krbd, the write-back ones, then wt.
 
+    Open CAS as the product configures it first, its *variants* after it.
     Write-back first: they run every case, so a run cut short by the
     guest's time bound still compares all four caches.
     """
-    result = [Stack('krbd', 'krbd')]
-    result += [Stack('cas-wb' if policy == 'alru' else 'cas-wb-' + policy,
-                     'cas', 'wb', policy) for policy in cas_cleaning]
-    result += [Stack('bcache-wb', 'bcache', 'wb'),
-               Stack('dmcache-wb', 'dmcache', 'wb'),
-               Stack('dmwritecache', 'dmwritecache', 'wb'),
-               Stack('cas-wt', 'cas', 'wt'),
-               Stack('bcache-wt', 'bcache', 'wt'),
-               Stack('dmcache-wt', 'dmcache', 'wt')]
-    return result
+    def cas(mode: str) -> list[Stack]:
+        return [Stack('cas-' + mode, 'cas', mode)] + [
+            variant for variant in variants if variant.mode == mode]
+    return ([Stack('krbd', 'krbd')] + cas('wb') +
+            [Stack('bcache-wb', 'bcache', 'wb'),
+             Stack('dmcache-wb', 'dmcache', 'wb'),
+             Stack('dmwritecache', 'dmwritecache', 'wb')] + cas('wt') +
+            [Stack('bcache-wt', 'bcache', 'wt'),
+             Stack('dmcache-wt', 'dmcache', 'wt')])
 
 
 def cases_for(stack: Stack) -> list[Case]:
@@ -236,48 +300,6 @@ def parse_writecache_status(line: str) -> dict[str, int]:
     if len(fields) >= 6:
         result.update(read_blocks=fields[4], read_hits=fields[5])
     return result
-
-
-def layout_argvs(cache_id: int, mode: str, cleaning: Optional[str] = None,
-                 release: Optional[tuple[int, int]] = None
-                 ) -> list[list[str]]:
-    """``casadm -X`` argvs: the product's per-mode defaults.
-
-    From layout_file.mode_defaults for instance *cache_id*; *cleaning*
-    instead of the default cleaning policy (then Open CAS's own
-    parameters for it). Parameters casadm of *release* does not know are
-    left out.
-    """
-    defaults = layout_file.mode_defaults(modes.CacheMode(mode))
-    argvs = []
-    for section in layout_file.SECTIONS:
-        values = dict(defaults[section])
-        if section == P.CLEANING and cleaning and \
-                cleaning != values['policy']:
-            values = {'policy': cleaning}
-        policy = values.pop('policy')
-        argvs.append(['casadm', '-X', '-n', section, '-i', str(cache_id),
-                      '-p', policy])
-        namespace = (section if section == P.SEQ_CUTOFF else
-                     P.namespace_of_policy(section, policy))
-        if section == P.SEQ_CUTOFF:
-            argvs[-1] = ['casadm', '-X', '-n', section, '-i', str(cache_id),
-                         '--policy', policy]
-        if namespace is None:
-            continue
-        options = []
-        for field, value in values.items():
-            param = P.find(namespace, field)
-            if P.supported(param, release):
-                options += ['--%s' % param.option, str(value)]
-        if not options:
-            continue
-        if section == P.SEQ_CUTOFF:
-            argvs[-1] += options
-        else:
-            argvs.append(['casadm', '-X', '-n', namespace, '-i',
-                          str(cache_id)] + options)
-    return argvs
 
 
 def hit_ratio(hits: int, total: int) -> Optional[float]:

@@ -20,6 +20,7 @@ from unittest import mock
 import testtools
 
 from benchmarks import peers
+from os_brick_cas import exception
 from os_brick_cas.host import layout_file
 from os_brick_cas.opencas import casadm_params as P
 
@@ -124,7 +125,8 @@ class StatusTest(testtools.TestCase):
 class TableTest(testtools.TestCase):
 
     def test_stacks_and_cases(self):
-        stack_list = data.stacks(['alru', 'acp'])
+        stack_list = data.stacks([data.parse_variant(text)
+                                  for text in data.DEFAULT_VARIANTS])
         names = [stack.name for stack in stack_list]
         self.assertEqual(['krbd', 'cas-wb', 'cas-wb-acp', 'bcache-wb',
                           'dmcache-wb', 'dmwritecache', 'cas-wt',
@@ -147,37 +149,76 @@ class TableTest(testtools.TestCase):
 
 
 class LayoutTest(testtools.TestCase):
+    """An Open CAS stack's host layout: the product's defaults, variants."""
 
     @staticmethod
-    def lines(*args, **kwargs):
-        return [' '.join(argv) for argv in data.layout_argvs(*args, **kwargs)]
+    def values(instance, release=(25, 12)):
+        return {(s.param.namespace, s.param.field): s.value
+                for s in instance.settings(release)}
 
-    def test_wb_gets_the_products_defaults(self):
+    def test_the_products_stack_has_the_products_defaults(self):
         cleaning = layout_file.DIRTY_DEFAULTS[P.CLEANING]
-        lines = self.lines(1, 'wb', release=(25, 12))
-        self.assertIn('casadm -X -n cleaning -i 1 -p alru', lines)
-        alru = [line for line in lines if 'cleaning-alru' in line]
-        self.assertEqual(1, len(alru))
-        self.assertIn('--wake-up %d' % cleaning['wake_up_s'], alru[0])
-        self.assertIn('--dirty-ratio-threshold %d'
-                      % cleaning['dirty_ratio_threshold_pct'], alru[0])
-        self.assertIn('casadm -X -n seq-cutoff -i 1 --policy always '
-                      '--threshold %d' % data.SEQ_CUTOFF_KIB, lines)
-        self.assertIn('casadm -X -n promotion -i 1 -p always', lines)
+        instance = data.Stack('cas-wb', 'cas', 'wb').instance_layout(
+            1, '/dev/ram0')
+        values = self.values(instance)
+        self.assertEqual(layout_file.DEFAULT_LINE_SIZE_KIB,
+                         instance.line_size_kib)
+        self.assertEqual('alru', values[(P.CLEANING, 'policy')])
+        self.assertEqual(cleaning['wake_up_s'],
+                         values[(P.CLEANING_ALRU, 'wake_up_s')])
+        self.assertEqual(cleaning['dirty_ratio_threshold_pct'], values[
+            (P.CLEANING_ALRU, 'dirty_ratio_threshold_pct')])
+        self.assertEqual(data.SEQ_CUTOFF_KIB,
+                         values[(P.SEQ_CUTOFF, 'threshold_kib')])
+        wt = self.values(data.Stack('cas-wt', 'cas', 'wt').instance_layout(
+            1, '/dev/ram0'))
+        self.assertEqual(layout_file.CLEAN_DEFAULTS[P.PROMOTION]['policy'],
+                         wt[(P.PROMOTION, 'policy')])
 
-    def test_older_release_leaves_newer_params_out(self):
-        lines = ' '.join(self.lines(1, 'wb', release=(24, 9)))
-        self.assertNotIn('dirty-ratio', lines)
-        self.assertIn('--wake-up', lines)
+    def test_a_variant_changes_only_what_it_names(self):
+        stack = data.parse_variant(
+            'cas-wb-64k=wb:line_size_kib=64,cleaning.wake_up_s=1')
+        self.assertEqual(('cas-wb-64k', 'cas', 'wb', 'alru'),
+                         (stack.name, stack.kind, stack.mode, stack.cleaning))
+        instance = stack.instance_layout(1, '/dev/ram0')
+        values = self.values(instance)
+        self.assertEqual(64, instance.line_size_kib)
+        self.assertEqual(1, values[(P.CLEANING_ALRU, 'wake_up_s')])
+        # the other alru parameters keep the product's defaults
+        self.assertEqual(
+            layout_file.DIRTY_DEFAULTS[P.CLEANING]['staleness_s'],
+            values[(P.CLEANING_ALRU, 'staleness_s')])
+        document = stack.layout_document(2, '/dev/ram0')
+        self.assertEqual({'id': 2, 'mode': 'wb', 'device': '/dev/ram0',
+                          'line_size_kib': 64,
+                          'cleaning': {'wake_up_s': 1}},
+                         document['instances'][0])
 
-    def test_wt_promotes_by_nhit_and_other_cleaning_gets_casadm_own(self):
-        lines = self.lines(1, 'wt', release=(25, 12))
-        self.assertIn('casadm -X -n promotion -i 1 -p nhit', lines)
-        self.assertTrue(any('promotion-nhit' in line and '--threshold 3'
-                            in line for line in lines))
-        acp = self.lines(2, 'wb', 'acp', release=(25, 12))
-        self.assertIn('casadm -X -n cleaning -i 2 -p acp', acp)
-        self.assertFalse(any('cleaning-' in line for line in acp))
+    def test_another_policy_gets_open_cas_own_parameters(self):
+        stack = data.parse_variant(data.DEFAULT_VARIANTS[0])
+        self.assertEqual('acp', stack.cleaning)
+        values = self.values(stack.instance_layout(1, '/dev/ram0'))
+        self.assertEqual('acp', values[(P.CLEANING, 'policy')])
+        self.assertFalse([key for key in values
+                          if key[0] == P.CLEANING_ALRU])
+
+    def test_variants_sit_next_to_the_products_stack_of_their_mode(self):
+        names = [stack.name for stack in data.stacks(
+            [data.parse_variant('cas-wt-always=wt:promotion.policy=always'),
+             data.parse_variant('cas-wb-16k=wb:line_size_kib=16')])]
+        self.assertEqual(['krbd', 'cas-wb', 'cas-wb-16k', 'bcache-wb',
+                          'dmcache-wb', 'dmwritecache', 'cas-wt',
+                          'cas-wt-always', 'bcache-wt', 'dmcache-wt'], names)
+
+    def test_bad_variants_are_refused_before_any_io(self):
+        for text in ('cas-wb', 'cas-wb=xx', 'wb-x=wb', 'cas-x=wb:color=red',
+                     'cas-x=wb:cleaning.wake_up_s', 'cas-x=wb:io.x=1'):
+            self.assertRaises(ValueError, data.parse_variant, text)
+        for text in ('cas-x=wb:line_size_kib=3',
+                     'cas-x=wb:cleaning.wake_up_s=-1',
+                     'cas-x=wb:cleaning.policy=fifo'):
+            self.assertRaises(exception.HostLayoutInvalid,
+                              data.parse_variant, text)
 
 
 class RunCaseTest(testtools.TestCase):
