@@ -148,11 +148,12 @@ def parse_variant(text: str) -> Stack:
     for assignment in filter(None, assignments.split(',')):
         key, sep, value = assignment.partition('=')
         section = key.rpartition('.')[0]
-        if not sep or (section and section not in layout_file.SECTIONS) or \
+        sections = layout_file.SECTION_KEYS.values()
+        if not sep or (section and section not in sections) or \
                 (not section and key != 'line_size_kib'):
             raise ValueError('%r in variant %s: KEY is line_size_kib or '
                              '<%s>.<field>' % (assignment, name,
-                                               '|'.join(layout_file.SECTIONS)))
+                                               '|'.join(sections)))
         layout.append((key, yaml.safe_load(value)))
     stack = Stack(name, 'cas', mode, tuple(layout))
     stack.instance_layout(1, '/dev/ram0')   # HostLayoutInvalid if wrong

@@ -35,8 +35,9 @@ P = params
 #: set_device_path); handy for RAM-disk CI hosts.
 _WHITELISTED = ('/dev/ram', '/dev/nullb', '/dev/drbd')
 SECTIONS = (P.CLEANING, P.PROMOTION, P.SEQ_CUTOFF)
-_SECTION_KEYS = {P.CLEANING: 'cleaning', P.PROMOTION: 'promotion',
-                 P.SEQ_CUTOFF: 'seq_cutoff'}
+#: the layout file's key of each section
+SECTION_KEYS = {P.CLEANING: 'cleaning', P.PROMOTION: 'promotion',
+                P.SEQ_CUTOFF: 'seq_cutoff'}
 INSTANCE_KEYS = ('id', 'mode', 'device', 'line_size_kib', 'cleaning',
                  'promotion', 'seq_cutoff', 'flush_rate_mib_s',
                  'lazy_startup', 'size_gib')
@@ -139,7 +140,7 @@ class InstanceLayout:
                                    '(casadm --%s); this host runs %s. '
                                    'Remove it from the layout or upgrade '
                                    'Open CAS.' % (
-                                       _SECTION_KEYS[section], param.field,
+                                       SECTION_KEYS[section], param.field,
                                        param.since[0], param.since[1],
                                        param.option,
                                        _release_label(release)))
@@ -306,8 +307,8 @@ def _instance(problems: _Problems, where: str, found: Any
         problems.add(where + '.lazy_startup', 'must be true or false')
     defaults = mode_defaults(mode or modes.CacheMode.WRITE_THROUGH)
     sections = {section: _section(
-        problems, '%s.%s' % (where, _SECTION_KEYS[section]), section,
-        found.get(_SECTION_KEYS[section]), defaults[section]['policy'])
+        problems, '%s.%s' % (where, SECTION_KEYS[section]), section,
+        found.get(SECTION_KEYS[section]), defaults[section]['policy'])
         for section in SECTIONS}
     rate = _rate(problems, where + '.flush_rate_mib_s',
                  found.get('flush_rate_mib_s'))

@@ -203,6 +203,9 @@ class LayoutTest(testtools.TestCase):
                           if key[0] == P.CLEANING_ALRU])
 
     def test_variants_sit_next_to_the_products_stack_of_their_mode(self):
+        cut = data.parse_variant('cas-wb-never=wb:seq_cutoff.policy=never')
+        self.assertEqual('never', self.values(cut.instance_layout(
+            1, '/dev/ram0'))[(P.SEQ_CUTOFF, 'policy')])
         names = [stack.name for stack in data.stacks(
             [data.parse_variant('cas-wt-always=wt:promotion.policy=always'),
              data.parse_variant('cas-wb-16k=wb:line_size_kib=16')])]
@@ -212,7 +215,8 @@ class LayoutTest(testtools.TestCase):
 
     def test_bad_variants_are_refused_before_any_io(self):
         for text in ('cas-wb', 'cas-wb=xx', 'wb-x=wb', 'cas-x=wb:color=red',
-                     'cas-x=wb:cleaning.wake_up_s', 'cas-x=wb:io.x=1'):
+                     'cas-x=wb:cleaning.wake_up_s', 'cas-x=wb:io.x=1',
+                     'cas-x=wb:seq-cutoff.policy=never'):
             self.assertRaises(ValueError, data.parse_variant, text)
         for text in ('cas-x=wb:line_size_kib=3',
                      'cas-x=wb:cleaning.wake_up_s=-1',
