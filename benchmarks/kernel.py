@@ -127,10 +127,18 @@ def timed_commands() -> Iterator[list[tuple[str, float]]]:
 class Host(object):
     """The guest's caches, images and the product's connector."""
 
-    def __init__(self, ceph_conf: str, port: str, workdir: str):
+    def __init__(self, ceph_conf: str, port: str, workdir: str,
+                 pool: str = POOL, rbd_user: Optional[str] = None):
+        """The guest's Ceph (*rbd_user* None) or a real cluster's client.
+
+        The guest's: admin, no auth, the monitor on *port*; a real one's
+        monitors and keyring come from *ceph_conf*.
+        """
         self.ceph_conf = ceph_conf
         self.port = port
         self.workdir = workdir
+        self.pool = pool
+        self.rbd_user = rbd_user
         self.connector = cas_connector.CachedRBDConnector(
             None, do_local_attach=True)
         #: {'op', 'mode', 'total', 'calls': [(command, seconds)]}
@@ -170,17 +178,37 @@ class Host(object):
     def image(self, label: str, size_mb: int, fill_mb: int = 0) -> str:
         """A new image; its first *fill_mb* MiB written by librbd."""
         name = 'volume-bench-%s-%s' % (label, uuid.uuid4().hex[:6])
-        run('rbd', '-c', self.ceph_conf, 'create', '%s/%s' % (POOL, name),
-            '--size', '%dM' % size_mb)
+        self.rbd('create', '%s/%s' % (self.pool, name), '--size',
+                 '%dM' % size_mb)
         if fill_mb:
-            run('rbd', '-c', self.ceph_conf, 'bench', '--io-type', 'write',
-                '--io-size', '1M', '--io-threads', '4', '--io-pattern', 'seq',
-                '--io-total', '%dM' % fill_mb, '%s/%s' % (POOL, name))
+            self.rbd('bench', '--io-type', 'write', '--io-size', '1M',
+                     '--io-threads', '4', '--io-pattern', 'seq',
+                     '--io-total', '%dM' % fill_mb,
+                     '%s/%s' % (self.pool, name))
         return name
+
+    def rbd(self, *args: str) -> str:
+        """The rbd CLI on this host's cluster, as its client."""
+        user = ['--id', self.rbd_user] if self.rbd_user else []
+        return run('rbd', '-c', self.ceph_conf, *user, *args)
+
+    def props(self, image: str, mode: Optional[str]) -> dict[str, Any]:
+        """Connection properties of *image*; *mode* None: not cacheable."""
+        if self.rbd_user is None:
+            return drain_bench.props(image, mode, self.port)
+        # monitors and keyring from the host's ceph.conf, as nova's
+        # compute nodes find them
+        props: dict[str, Any] = {
+            'name': '%s/%s' % (self.pool, image), 'hosts': [], 'ports': [],
+            'auth_username': self.rbd_user, 'auth_enabled': True,
+            'cluster_name': 'ceph', 'volume_id': image}
+        if mode is not None:
+            props.update(cacheable=True, cache_mode=mode)
+        return props
 
     def attach(self, image: str, mode: Optional[str], note: str = ''
                ) -> tuple[dict[str, Any], str]:
-        props = drain_bench.props(image, mode, self.port)
+        props = self.props(image, mode)
         with timed_commands() as calls:
             start = time.perf_counter()
             device = self.connector.connect_volume(props)
@@ -200,7 +228,7 @@ class Host(object):
             'calls': calls})
         # memstore keeps every written byte in the OSD's RAM: a full OSD
         # blocks writes (and so flushes) of later rounds
-        run('rbd', '-c', self.ceph_conf, 'rm', props['name'])
+        self.rbd('rm', props['name'])
 
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:

@@ -44,10 +44,12 @@ within the run, never a hardware figure.
 
 import argparse
 import contextlib
+import dataclasses
 import glob
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -65,19 +67,52 @@ from os_brick_cas.host import layout_file   # noqa: E402
 from os_brick_cas.host import prep   # noqa: E402
 import peers_data as data       # noqa: E402  benchmarks/peers_data.py
 
-CACHE_DEV = '/dev/ram0'
 #: bcache's accounting period (300/22 s), and a margin
 BCACHE_ACCOUNTING_S = 15
-METADATA_DEV = '/dev/ram3'
-CAS_ID = 1
 DM_NAME = 'peers-bench'
 LABEL = kernel_bench.LABEL
+#: the instance id a run on an operator's host uses unless told
+HOST_CACHE_ID = 16384
 MODULES = ('bcache', 'dm_cache', 'dm_cache_smq', 'dm_writecache',
-           'cas_cache', 'rbd', 'brd')
+           'cas_cache', 'rbd')
+#: the guest's RAM disks besides
+GUEST_MODULES = ('brd',)
 TOOLS = ('make-bcache', 'dmsetup', 'fio', 'casadm', 'wipefs', 'blockdev')
 DRAIN_TIMEOUT_S = 300   # --drain-timeout: waiting for a cache to clean
 FLUSH_TIMEOUT_S = 300   # the product's flush at a wb detach
 run = kernel_bench.run
+
+
+@dataclasses.dataclass(frozen=True)
+class Target(object):
+    """Where a run measures: the devices it wipes, its Ceph, its ids.
+
+    In the real-kernel guest: brd RAM disks, the guest's Ceph, instance 1.
+    On an operator's host: the partitions named with ``--cache-device``
+    and ``--metadata-device`` (wiped, so named again with ``--wipe``), a
+    pool of the host's cluster and an instance id no instance uses.
+    """
+
+    cache_dev: str = '/dev/ram0'
+    metadata_dev: str = '/dev/ram3'
+    cache_id: int = 1
+    ceph_conf: str = ''
+    pool: str = kernel_bench.POOL
+    rbd_user: Optional[str] = None     # None: the guest's Ceph
+    #: opencas.conf the product's attach writes (a private copy on a host)
+    opencas_conf: str = kernel_bench.OPENCAS_CONF
+
+    @property
+    def in_guest(self) -> bool:
+        return self.rbd_user is None
+
+    @property
+    def label(self) -> str:
+        if self.in_guest:
+            return LABEL
+        return ('host %s: cache %s, Ceph pool %s (%s) -- this host\'s '
+                'figures' % (os.uname().nodename, self.cache_dev, self.pool,
+                             self.ceph_conf))
 
 
 def write_sysfs(path: str, value: str) -> None:
@@ -143,8 +178,10 @@ class Device(object):
 
 
 class CasDevice(Device):
-    def __init__(self, stack: data.Stack, path: str, applied: list[str]):
+    def __init__(self, stack: data.Stack, path: str, applied: list[str],
+                 cache_id: int):
         super().__init__(stack, path)
+        self.cache_id = cache_id
         #: what the product's host preparation did to start the instance
         self.applied = applied
         self.bench = kernel_bench.drain_bench.Bench(path, FLUSH_TIMEOUT_S)
@@ -157,7 +194,7 @@ class CasDevice(Device):
 
     def set_cleaning(self, running: bool) -> None:
         policy = self.stack.cleaning if running else 'nop'
-        kernel_bench.Host.cleaning(CAS_ID, policy)
+        kernel_bench.Host.cleaning(self.cache_id, policy)
 
     def drain(self) -> Optional[float]:
         # cleaning alone (the policy's own pace), as the peers drain
@@ -256,7 +293,12 @@ class WritecacheDevice(Device):
 
 
 class Bed(kernel_bench.Host):
-    """The guest: images, the product's connector, one stack at a time."""
+    """Images, the product's connector, one stack at a time."""
+
+    def __init__(self, target: Target, port: str, workdir: str):
+        super().__init__(target.ceph_conf, port, workdir, target.pool,
+                         target.rbd_user)
+        self.target = target
 
     def new_image(self, args: argparse.Namespace) -> str:
         return self.image('peers', args.image_mb, args.image_mb)
@@ -280,12 +322,13 @@ class Bed(kernel_bench.Host):
         """
         layout_path = os.path.join(self.workdir, 'host-layout.yaml')
         with open(layout_path, 'w') as out:
-            yaml.safe_dump(stack.layout_document(CAS_ID, CACHE_DEV), out)
-        with open(kernel_bench.OPENCAS_CONF, 'w') as conf:
+            yaml.safe_dump(stack.layout_document(self.target.cache_id,
+                                                 self.target.cache_dev), out)
+        with open(self.target.opencas_conf, 'w') as conf:
             conf.write('version=19.3.0\n[caches]\n[cores]\n')
         for name, value in (
-                ('cache_instances', {stack.mode: str(CAS_ID)}),
-                ('opencas_conf', kernel_bench.OPENCAS_CONF),
+                ('cache_instances', {stack.mode: str(self.target.cache_id)}),
+                ('opencas_conf', self.target.opencas_conf),
                 ('lock_path', self.workdir), ('state_path', self.workdir),
                 ('host_layout', layout_path),
                 ('flush_timeout', FLUSH_TIMEOUT_S), ('casadm_timeout', 60)):
@@ -316,16 +359,18 @@ class Bed(kernel_bench.Host):
             with self.krbd(args) as path:
                 yield Device(stack, path)
         elif stack.kind == 'cas':
-            wipe(CACHE_DEV)
+            wipe(self.target.cache_dev)
             try:
                 applied = self.start_cas(stack)
                 props, path = self.attach(self.new_image(args), stack.mode)
                 try:
-                    yield CasDevice(stack, path, applied)
+                    yield CasDevice(stack, path, applied,
+                                    self.target.cache_id)
                 finally:
                     self.detach(props, path)   # flushes dirty data first
             finally:
-                subprocess.run(['casadm', '-T', '-i', str(CAS_ID)],
+                subprocess.run(['casadm', '-T', '-i',
+                                str(self.target.cache_id)],
                                capture_output=True, timeout=300)
         elif stack.kind == 'bcache':
             with self.krbd(args) as origin, self.bcache(stack, origin) as dev:
@@ -336,15 +381,16 @@ class Bed(kernel_bench.Host):
 
     @contextlib.contextmanager
     def bcache(self, stack: data.Stack, origin: str) -> Iterator[Device]:
-        wipe(CACHE_DEV)
+        cache_dev = self.target.cache_dev
+        wipe(cache_dev)
         # 64 KiB buckets: about 1000 on the 64 MiB cache. make-bcache
         # takes 128 or more, but the kernel's cache_alloc refuses a cache
         # of 512 or fewer ("ca->sb.nbuckets is too small": it sizes its
         # free lists at nbuckets rounded up to a power of two / 1024)
         run('make-bcache', '--wipe-bcache', '--bucket', '64k', '-C',
-            CACHE_DEV, '-B', origin)
+            cache_dev, '-B', origin)
         try:
-            for device in (CACHE_DEV, origin):
+            for device in (cache_dev, origin):
                 with contextlib.suppress(OSError):
                     # udev's bcache rule may have registered it already
                     write_sysfs('/sys/fs/bcache/register', device)
@@ -366,21 +412,23 @@ class Bed(kernel_bench.Host):
             run('udevadm', 'settle', '-t', '30')
             yield BcacheDevice(stack, '/dev/' + name, sysfs)
         finally:
-            remove_bcache([CACHE_DEV, origin])
+            remove_bcache([cache_dev, origin])
 
     @contextlib.contextmanager
     def dm(self, stack: data.Stack, origin: str) -> Iterator[Device]:
         size = sectors(origin)
+        cache_dev, metadata_dev = (self.target.cache_dev,
+                                   self.target.metadata_dev)
         device: Device
         if stack.kind == 'dmcache':
-            wipe(METADATA_DEV)
+            wipe(metadata_dev)
             table = ('0 %d cache %s %s %s 64 1 %s smq 0' % (
-                size, METADATA_DEV, CACHE_DEV, origin,
+                size, metadata_dev, cache_dev, origin,
                 'writeback' if stack.write_back else 'writethrough'))
         else:
             table = '0 %d writecache s %s %s 4096 0' % (
-                size, origin, CACHE_DEV)
-        wipe(CACHE_DEV)
+                size, origin, cache_dev)
+        wipe(cache_dev)
         run('dmsetup', 'create', DM_NAME, '--table', table)
         try:
             path = '/dev/mapper/' + DM_NAME
@@ -566,10 +614,17 @@ def format_row(row: dict[str, Any]) -> str:
 
 # -- prerequisites, the run -----------------------------------------------
 
-def check_prerequisites() -> list[str]:
-    """What is missing: modules that cannot load, tools not on PATH."""
+def check_prerequisites(target: Target, wiped: list[str]) -> list[str]:
+    """What is missing or unsafe; nothing is changed but modules loaded.
+
+    Modules that cannot load, tools not on PATH, the two devices; on an
+    operator's host also: each device free (no mount, holder or Open CAS
+    instance: an exclusive open succeeds) and named in ``--wipe``, no
+    bcache device (the run stops every one it finds), the instance id
+    unused and the pool reachable as the client.
+    """
     missing = []
-    for module in MODULES:
+    for module in MODULES + (GUEST_MODULES if target.in_guest else ()):
         if os.path.isdir('/sys/module/' + module):
             continue
         done = subprocess.run(['modprobe', module], capture_output=True,
@@ -578,26 +633,109 @@ def check_prerequisites() -> list[str]:
             missing.append('module %s: %s' % (module, done.stderr.strip()))
     missing += ['tool %s not on PATH' % tool for tool in TOOLS
                 if not shutil.which(tool)]
-    for device in (CACHE_DEV, METADATA_DEV):
+    devices = (target.cache_dev, target.metadata_dev)
+    for device in devices:
         if not os.path.exists(device):
-            missing.append('block device %s (brd) missing' % device)
+            missing.append('block device %s missing' % device)
+        elif not stat.S_ISBLK(os.stat(device).st_mode):
+            missing.append('%s is not a block device' % device)
+        elif not target.in_guest:
+            missing += device_in_use(device)
+            if device not in wiped:
+                missing.append('%s is wiped by the run: name it in --wipe '
+                               'to agree' % device)
+    if target.in_guest:
+        return missing
+    if os.path.realpath(devices[0]) == os.path.realpath(devices[1]):
+        missing.append('--cache-device and --metadata-device are the same')
+    missing += ['bcache present (%s): the run stops every bcache device; '
+                'run it on a host without bcache' % ', '.join(bcache_left())
+                ] if bcache_left() else []
+    missing += ['device-mapper device %s exists' % DM_NAME
+                ] if glob.glob('/dev/mapper/' + DM_NAME) else []
+    if shutil.which('casadm'):
+        listed = subprocess.run(['casadm', '-L', '-o', 'csv'],
+                                capture_output=True, text=True)
+        ids = [row.split(',')[1] for row in listed.stdout.splitlines()
+               if row.startswith('cache,')]
+        if str(target.cache_id) in ids:
+            missing.append('Open CAS instance %d runs here: choose a free '
+                           '--cache-id' % target.cache_id)
+    if not os.path.exists(target.ceph_conf):
+        missing.append('Ceph configuration %s missing' % target.ceph_conf)
+    elif shutil.which('rbd'):
+        done = subprocess.run(['rbd', '-c', target.ceph_conf, '--id',
+                               str(target.rbd_user), 'ls', target.pool],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            missing.append('pool %s not usable as client.%s: %s' % (
+                target.pool, target.rbd_user, done.stderr.strip()[-300:]))
     return missing
+
+
+def device_in_use(device: str) -> list[str]:
+    """Why *device* is in use (mounted, held, open by Open CAS), or []."""
+    try:
+        handle = os.open(device, os.O_RDONLY | os.O_EXCL)
+    except OSError as exc:
+        return ['%s is in use (%s): the run wipes it; give a partition '
+                'nothing uses' % (device, exc.strerror)]
+    os.close(handle)
+    return []
 
 
 QUICK = {'runtime': 3, 'range_mb': 8, 'image_mb': 80,
          'cas_variant': [], 'drain_timeout': 60}
 
 
-def run_guest(args: argparse.Namespace) -> int:
+def target_of(args: argparse.Namespace) -> Target:
+    """The guest's defaults, or the operator's host from the options."""
+    in_guest = os.environ.get('OS_BRICK_CAS_KERNEL_GUEST') == '1'
+    if in_guest and not args.cache_device:
+        return Target(ceph_conf=os.environ.get(
+            'OS_BRICK_CAS_KERNEL_CEPH_CONF', ''))
+    needed = [option for option, value in (
+        ('--cache-device', args.cache_device),
+        ('--metadata-device', args.metadata_device),
+        ('--pool', args.pool), ('--rbd-user', args.rbd_user))
+        if not value]
+    if needed:
+        raise SystemExit('outside the real-kernel guest (tools/run-kernel-'
+                         'tests.sh --bench-peers) the run measures this host '
+                         'and needs %s' % ', '.join(needed))
+    return Target(cache_dev=args.cache_device,
+                  metadata_dev=args.metadata_device,
+                  cache_id=args.cache_id or HOST_CACHE_ID,
+                  ceph_conf=args.ceph_conf, pool=args.pool,
+                  rbd_user=args.rbd_user,
+                  opencas_conf=os.path.join(
+                      tempfile.mkdtemp(prefix='os-brick-cas-peers-conf-'),
+                      'opencas.conf'))
+
+
+def sizes(args: argparse.Namespace, cache_mib: Optional[int]) -> None:
+    """Fill the options left out: the guest's, or from the cache's size."""
     if args.quick:
         for name, value in QUICK.items():
             if getattr(args, name) is None:
                 setattr(args, name, value)
-    for name, value in (('runtime', 10), ('range_mb', 16), ('image_mb', 128),
+    range_mb, image_mb = 16, 128      # the guest's 64 MiB brd cache
+    if cache_mib and cache_mib > 64:
+        # a quarter of the cache is the fixed range; images twice it
+        range_mb, image_mb = cache_mib // 4, cache_mib * 2
+    for name, value in (('runtime', 10), ('range_mb', range_mb),
+                        ('image_mb', image_mb),
                         ('cas_variant', list(data.DEFAULT_VARIANTS)),
                         ('drain_timeout', 300)):
         if getattr(args, name) is None:
             setattr(args, name, value)
+
+
+def run_guest(args: argparse.Namespace) -> int:
+    target = target_of(args)
+    cache_mib = (sectors(target.cache_dev) * 512 // 2 ** 20
+                 if os.path.exists(target.cache_dev) else None)
+    sizes(args, cache_mib)
     global DRAIN_TIMEOUT_S
     DRAIN_TIMEOUT_S = args.drain_timeout
     stack_list = data.stacks([data.parse_variant(text)
@@ -607,40 +745,41 @@ def run_guest(args: argparse.Namespace) -> int:
     results_dir = args.results or os.environ.get(
         'OS_BRICK_CAS_KERNEL_RESULTS')
     report, emit = kernel_bench.drain_bench.start_report()
-    cache_mib = (sectors(CACHE_DEV) * 512 // 2 ** 20
-                 if os.path.exists(CACHE_DEV) else None)
     emit('os-brick-cas peer benchmark -- %s; kernel %s' % (
-        LABEL, os.uname().release))
+        target.label, os.uname().release))
     emit('cache %s (%s MiB) for every stack; dm-cache metadata %s; fixed '
          'range %d MiB, image %d MiB, fio %d s per timed case' % (
-             CACHE_DEV, cache_mib, METADATA_DEV, args.range_mb,
-             args.image_mb, args.runtime))
+             target.cache_dev, cache_mib, target.metadata_dev,
+             args.range_mb, args.image_mb, args.runtime))
     emit('plan:')
     for line in data.plan(stack_list):
         emit('  ' + line)
-    missing = check_prerequisites()
+    missing = check_prerequisites(target, args.wipe or [])
     for line in missing:
         emit('MISSING ' + line)
     if args.dry_run:
         emit('dry run: %s' % ('prerequisites missing' if missing else
                               'prerequisites present, no IO done'))
-        save(results_dir, {'where': LABEL, 'dry_run': True,
+        save(results_dir, {'where': target.label, 'dry_run': True,
                            'missing': missing}, report)
         return 1 if missing else 0
     if missing:
         return 1
-    ceph_conf = os.environ.get('OS_BRICK_CAS_KERNEL_CEPH_CONF')
-    if os.environ.get('OS_BRICK_CAS_KERNEL_GUEST') != '1' or not ceph_conf:
-        print('runs only inside the real-kernel guest: '
-              'tools/run-kernel-tests.sh --bench-peers', file=sys.stderr)
-        return 2
-    from tests.kernel import base as kernel_base   # the guest's checkout
-    bed = Bed(ceph_conf, kernel_base.mon_port(),
-              tempfile.mkdtemp(prefix='os-brick-cas-peers-'))
-    os.makedirs(os.path.dirname(kernel_bench.OPENCAS_CONF), exist_ok=True)
+    if target.in_guest:
+        if not target.ceph_conf:
+            print('the guest gives no Ceph: run it with tools/run-kernel-'
+                  'tests.sh --bench-peers', file=sys.stderr)
+            return 2
+        from tests.kernel import base as kernel_base   # guest's checkout
+        port = kernel_base.mon_port()
+    else:
+        port = ''
+    bed = Bed(target, port, tempfile.mkdtemp(prefix='os-brick-cas-peers-'))
+    os.makedirs(os.path.dirname(target.opencas_conf), exist_ok=True)
     document: dict[str, Any] = {
-        'where': LABEL, 'kernel': os.uname().release,
-        'opencas': os.environ.get('OS_BRICK_CAS_OPENCAS_VERSION'),
+        'where': target.label, 'kernel': os.uname().release,
+        'opencas': os.environ.get('OS_BRICK_CAS_OPENCAS_VERSION') or
+        opencas_version(),
         'cache_mib': cache_mib, 'range_mb': args.range_mb,
         'image_mb': args.image_mb, 'runtime_s': args.runtime,
         'seq_cutoff_kib': data.SEQ_CUTOFF_KIB, 'stacks': [], 'failed': []}
@@ -657,20 +796,40 @@ def run_guest(args: argparse.Namespace) -> int:
             document['failed'].append({'stack': stack.name,
                                        'error': str(exc)})
         save(results_dir, document, report)
-    leftovers = left_behind()
+    leftovers = left_behind(target)
     if leftovers:
         rc = 1
         emit('LEFT BEHIND: %s' % ', '.join(leftovers))
     document['left_behind'] = leftovers
     save(results_dir, document, report)
+    if results_dir and not target.in_guest:
+        emit(plot_into(results_dir))
     return rc
 
 
-def left_behind() -> list[str]:
+def opencas_version() -> Optional[str]:
+    with contextlib.suppress(RuntimeError, OSError):
+        return run('casadm', '-V', '-o', 'csv').strip().replace('\n', '; ')
+    return None
+
+
+def plot_into(results_dir: str) -> str:
+    """Draw peers.png beside peers.json; what was done, as a line."""
+    json_path = os.path.join(results_dir, 'peers.json')
+    try:
+        run_plot(argparse.Namespace(json=json_path, directory=results_dir))
+    except ImportError:
+        return ('no plot: matplotlib is not installed here (pip install '
+                'matplotlib, then python benchmarks/peers.py plot %s %s)' % (
+                    json_path, results_dir))
+    return 'plot: %s' % os.path.join(results_dir, 'peers.png')
+
+
+def left_behind(target: Target) -> list[str]:
     """Stacks still present after the run (there must be none)."""
     found = bcache_left()
     found += glob.glob('/dev/mapper/' + DM_NAME)
-    found += glob.glob('/dev/cas%d-*' % CAS_ID)
+    found += glob.glob('/dev/cas%d-*' % target.cache_id)
     return found
 
 
@@ -752,6 +911,23 @@ def main(argv: list[str]) -> int:
                             'after its cases (default 300)')
     guest.add_argument('--stacks', type=lambda text: text.split(','),
                        help='only these stacks (names as in the plan)')
+    host = guest.add_argument_group(
+        'on an operator\'s host (outside the real-kernel guest; as root, '
+        'no instance using the devices; the run WIPES both devices)')
+    host.add_argument('--cache-device',
+                      help='the SSD partition every stack caches on')
+    host.add_argument('--metadata-device',
+                      help='a small partition for dm-cache\'s metadata')
+    host.add_argument('--wipe', type=lambda text: text.split(','),
+                      help='both devices again, comma-separated: the '
+                           'agreement that they are wiped')
+    host.add_argument('--ceph-conf', default='/etc/ceph/ceph.conf',
+                      help='the cluster (monitors, keyring)')
+    host.add_argument('--pool', help='a pool for the throwaway images')
+    host.add_argument('--rbd-user', help='the Ceph client, e.g. cinder')
+    host.add_argument('--cache-id', type=int,
+                      help='an Open CAS instance id no instance uses '
+                           '(default %d)' % HOST_CACHE_ID)
     args = parser.parse_args(argv)
     return args.func(args)
 

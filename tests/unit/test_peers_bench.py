@@ -17,6 +17,7 @@ import json
 import os
 from unittest import mock
 
+import fixtures
 import testtools
 
 from benchmarks import peers
@@ -267,3 +268,83 @@ class RunCaseTest(testtools.TestCase):
     def test_a_write_case_has_no_read_hit_ratio(self):
         _device, result = self._run(data.Case('w', 'randwrite'))
         self.assertNotIn('read_hit_ratio', result)
+
+
+class OperatorHostTest(testtools.TestCase):
+    """The run outside the guest: options it needs, what it refuses."""
+
+    def args(self, *argv):
+        parser = {}
+
+        def capture(args):
+            parser['args'] = args
+            return 0
+        with mock.patch.object(peers, 'run_guest', capture):
+            peers.main(['run'] + list(argv))
+        return parser['args']
+
+    def test_outside_the_guest_every_host_option_is_needed(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_BRICK_CAS_KERNEL_GUEST'))
+        error = self.assertRaises(SystemExit, peers.target_of,
+                                  self.args('--cache-device', '/dev/x'))
+        self.assertIn('--metadata-device, --pool, --rbd-user', str(error))
+        target = peers.target_of(self.args(
+            '--cache-device', '/dev/nvme0n1p5', '--metadata-device',
+            '/dev/nvme0n1p6', '--pool', 'bench', '--rbd-user', 'cinder'))
+        self.assertFalse(target.in_guest)
+        self.assertEqual(peers.HOST_CACHE_ID, target.cache_id)
+        # never the host's own opencas.conf
+        self.assertNotEqual(peers.kernel_bench.OPENCAS_CONF,
+                            target.opencas_conf)
+        self.assertIn('/dev/nvme0n1p5', target.label)
+        self.assertNotIn('TCG', target.label)
+
+    def test_in_the_guest_the_ram_disks(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_BRICK_CAS_KERNEL_GUEST', '1'))
+        target = peers.target_of(self.args())
+        self.assertTrue(target.in_guest)
+        self.assertEqual(('/dev/ram0', 1), (target.cache_dev,
+                                            target.cache_id))
+        self.assertIn('TCG', target.label)
+
+    def test_sizes_follow_the_cache_on_a_host(self):
+        args = self.args()
+        peers.sizes(args, 8192)
+        self.assertEqual((2048, 16384), (args.range_mb, args.image_mb))
+        args = self.args('--range-mb', '100')
+        peers.sizes(args, 64)
+        self.assertEqual((100, 128), (args.range_mb, args.image_mb))
+
+    def test_devices_not_agreed_or_not_block_devices_are_refused(self):
+        regular = self.useFixture(fixtures.TempDir()).join('file')
+        open(regular, 'w').close()
+        target = peers.Target(cache_dev=regular, metadata_dev='/nonexistent',
+                              ceph_conf='/nonexistent', pool='p',
+                              rbd_user='u', cache_id=7)
+        with mock.patch.object(peers, 'MODULES', ()), \
+                mock.patch.object(peers, 'TOOLS', ()), \
+                mock.patch.object(peers.shutil, 'which', return_value=None):
+            missing = peers.check_prerequisites(target, [])
+        text = '\n'.join(missing)
+        self.assertIn('%s is not a block device' % regular, text)
+        self.assertIn('block device /nonexistent missing', text)
+        self.assertIn('Ceph configuration /nonexistent missing', text)
+
+    def test_a_block_device_must_be_named_in_wipe_and_free(self):
+        target = peers.Target(cache_dev='/dev/null', metadata_dev='/dev/zero',
+                              ceph_conf='/nonexistent', pool='p',
+                              rbd_user='u')
+        with mock.patch.object(peers, 'MODULES', ()), \
+                mock.patch.object(peers, 'TOOLS', ()), \
+                mock.patch.object(peers.stat, 'S_ISBLK', return_value=True), \
+                mock.patch.object(peers, 'device_in_use',
+                                  side_effect=[['/dev/null is in use'], []]), \
+                mock.patch.object(peers.shutil, 'which', return_value=None):
+            missing = peers.check_prerequisites(target, ['/dev/zero'])
+        self.assertIn('/dev/null is in use', missing)
+        self.assertIn('/dev/null is wiped by the run: name it in --wipe to '
+                      'agree', missing)
+        self.assertFalse([line for line in missing
+                          if line.startswith('/dev/zero is wiped')])
