@@ -53,6 +53,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from typing import Any, Callable, Iterator, Optional
@@ -584,6 +585,7 @@ def run_stack(bed: Bed, stack: data.Stack, args: argparse.Namespace,
                 seconds = device.drain()
             except RuntimeError as exc:   # timed out: figures kept
                 entry['drain'] = {'dirty_bytes': dirty, 'seconds': None,
+                                  'timeout': DRAIN_TIMEOUT_S,
                                   'error': str(exc)}
                 emit('%-14s drain: %s bytes dirty, %s' % (
                     stack.name, dirty, exc))
@@ -873,22 +875,31 @@ def run_plot(args: argparse.Namespace) -> int:
     lat_axis.set_yscale('log')
     lat_axis.set_ylabel('average latency, us (log)')
     lat_axis.legend(fontsize=7, ncol=3)
-    lat_axis.set_title('peers: %s\nTCG guest -- relative within this run, '
-                       'not hardware figures' % document.get('kernel', ''),
-                       fontsize=9)
+    lat_axis.set_title('\n'.join(textwrap.wrap('peers, kernel %s: %s' % (
+        document.get('kernel', ''), document.get('where', '')), 130)),
+        fontsize=9)
     dirty_axis.set_xlabel('seconds since the stack was set up')
     dirty_axis.set_ylabel('dirty data, MiB')
     dirty_axis.legend(fontsize=7)
     figure.tight_layout()
     os.makedirs(args.directory, exist_ok=True)
     figure.savefig(os.path.join(args.directory, 'peers.png'), dpi=90)
+    write_summary(document, args.directory)
     return 0
+
+
+def write_summary(document: dict[str, Any], directory: str) -> str:
+    """DIR/peers-summary.rst: the summary table (README, tuning guide)."""
+    path = os.path.join(directory, 'peers-summary.rst')
+    with open(path, 'w') as out:
+        out.write(data.summary_table(document) + '\n')
+    return path
 
 
 def main(argv: list[str]) -> int:
     parser, guest = kernel_bench.command_line(
         __doc__, 'peers.json/peers.txt', run_guest, run_plot,
-        'draw peers.png (on the host)')
+        'draw peers.png and write peers-summary.rst (on the host)')
     guest.add_argument('--dry-run', action='store_true',
                        help='check prerequisites, print the plan, no IO')
     guest.add_argument('--quick', action='store_true',

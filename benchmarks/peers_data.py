@@ -305,3 +305,75 @@ def parse_writecache_status(line: str) -> dict[str, int]:
 
 def hit_ratio(hits: int, total: int) -> Optional[float]:
     return None if total <= 0 else hits / total
+
+
+# -- the summary table (README, tuning guide) --------------------------------
+
+#: (column title, case, what of it): ``avg``/``p99`` latency in µs,
+#: ``kiops``, ``hit`` (read hit %), ``cpu`` (µs per IO), ``dirty`` (max
+#: MiB), ``drain`` (s)
+SUMMARY = (
+    ('cold rd', 'cold-randread-qd1', 'avg'),
+    ('hit rd', 'hit-randread-qd1', 'avg'),
+    ('cpu/hit', 'hit-randread-qd1', 'cpu'),
+    ('kIOPS16', 'hit-randread-qd16', 'kiops'),
+    ('scan', 'seq-scan', 'avg'),
+    ('kept%', 'after-scan-randread-qd1', 'hit'),
+    ('zipf%', 'zipf-randread-qd1', 'hit'),
+    ('wr', 'randwrite-qd1', 'avg'),
+    ('wr cln', 'write-while-cleaning', 'avg'),
+    ('p99', 'write-while-cleaning', 'p99'),
+    ('rd cln', 'read-while-cleaning', 'avg'),
+    ('dirty', 'read-while-cleaning', 'dirty'),
+    ('drain', None, 'drain'),
+)
+
+
+def summary_cell(entry: dict[str, Any], case: Optional[str], what: str
+                 ) -> str:
+    """One cell of the summary table; ``-`` where the stack has none."""
+    if what == 'drain':
+        seconds = (entry.get('drain') or {}).get('seconds')
+        if entry.get('drain') and seconds is None:
+            return '>%s' % (entry['drain'].get('timeout') or 'limit')
+        return '-' if seconds is None else '%.0f' % seconds
+    row = next((row for row in entry.get('cases', [])
+                if row.get('case') == case), None)
+    if row is None:
+        return '-'
+    direction = row.get('read') or row.get('write') or {}
+    value: Optional[float] = {
+        'avg': direction.get('avg_us'), 'p99': direction.get('p99_us'),
+        'kiops': (direction['iops'] / 1000) if 'iops' in direction
+        else None,
+        'cpu': row.get('cpu_us_per_io'),
+        'hit': (100 * row['read_hit_ratio'])
+        if row.get('read_hit_ratio') is not None else None,
+        'dirty': max(value for _, value in row['dirty']) / 2 ** 20
+        if row.get('dirty') else None}[what]
+    if value is None:
+        return '-'
+    return '%.1f' % value if what == 'kiops' else '%.0f' % value
+
+
+def summary_table(document: dict[str, Any],
+                  stacks: Optional[list[str]] = None) -> str:
+    """The summary of *document* as an RST simple table, a row a stack."""
+    entries = [entry for entry in document.get('stacks', [])
+               if 'stack' in entry and
+               (stacks is None or entry['stack'] in stacks)]
+    header = ['stack'] + [title for title, _, _ in SUMMARY]
+    rows = [[entry['stack']] + [summary_cell(entry, case, what)
+                                for _, case, what in SUMMARY]
+            for entry in entries]
+    widths = [max(len(line[index]) for line in [header] + rows)
+              for index in range(len(header))]
+    rule = '  '.join('=' * width for width in widths)
+
+    def line(cells: list[str]) -> str:
+        return '  '.join(cell.ljust(width) if index == 0 else
+                         cell.rjust(width)
+                         for index, (cell, width) in
+                         enumerate(zip(cells, widths))).rstrip()
+    return '\n'.join([rule, line(header), rule] + [line(row) for row in rows]
+                     + [rule])

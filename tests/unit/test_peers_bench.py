@@ -348,3 +348,66 @@ class OperatorHostTest(testtools.TestCase):
                       'agree', missing)
         self.assertFalse([line for line in missing
                           if line.startswith('/dev/zero is wiped')])
+
+
+class SummaryTest(testtools.TestCase):
+    """The summary table README and the tuning guide show."""
+
+    @staticmethod
+    def entry(name, **drain):
+        return {'stack': name, 'drain': drain, 'cases': [
+            {'case': 'hit-randread-qd1', 'cpu_us_per_io': 99.4,
+             'read_hit_ratio': 1.0,
+             'read': {'avg_us': 77.2, 'p99_us': 326.0, 'iops': 11401.0}},
+            {'case': 'hit-randread-qd16',
+             'read': {'avg_us': 1720.0, 'p99_us': 6849.0, 'iops': 9219.0}},
+            {'case': 'read-while-cleaning', 'read_hit_ratio': 0.74,
+             'read': {'avg_us': 114.0, 'p99_us': 586.0, 'iops': 7769.0},
+             'dirty': [[1.0, 3 * 2 ** 20], [2.0, 25 * 2 ** 20]]}]}
+
+    def test_cells(self):
+        entry = self.entry('cas-wb', dirty_bytes=1, seconds=24.97)
+        cell = data.summary_cell
+        self.assertEqual('77', cell(entry, 'hit-randread-qd1', 'avg'))
+        self.assertEqual('99', cell(entry, 'hit-randread-qd1', 'cpu'))
+        self.assertEqual('9.2', cell(entry, 'hit-randread-qd16', 'kiops'))
+        self.assertEqual('25', cell(entry, 'read-while-cleaning', 'dirty'))
+        self.assertEqual('74', cell(entry, 'read-while-cleaning', 'hit'))
+        self.assertEqual('-', cell(entry, 'randwrite-qd1', 'avg'))
+        self.assertEqual('-', cell(entry, 'hit-randread-qd16', 'hit'))
+        self.assertEqual('25', cell(entry, None, 'drain'))
+        timed_out = self.entry('x', dirty_bytes=5, seconds=None, timeout=300)
+        self.assertEqual('>300', cell(timed_out, None, 'drain'))
+        self.assertEqual('-', cell({'stack': 'krbd', 'drain': {}}, None,
+                                   'drain'))
+
+    def test_table_is_an_rst_simple_table_a_row_a_stack(self):
+        document = {'stacks': [self.entry('cas-wb', seconds=25.0),
+                               self.entry('bcache-wb', seconds=5.0),
+                               {'stack': 'broken', 'error': 'x'}, {}]}
+        lines = data.summary_table(document).splitlines()
+        self.assertEqual(lines[0], lines[2])
+        self.assertEqual(lines[0], lines[-1])
+        self.assertEqual(len(data.SUMMARY) + 1, len(lines[0].split()))
+        self.assertTrue(lines[1].startswith('stack'))
+        self.assertEqual(['cas-wb', 'bcache-wb', 'broken'],
+                         [line.split()[0] for line in lines[3:-1]])
+        self.assertIn('77', lines[3].split())
+        only = data.summary_table(document, ['bcache-wb']).splitlines()
+        self.assertEqual(5, len(only))
+
+    def test_plot_draws_the_png_and_writes_the_summary(self):
+        try:
+            import matplotlib   # noqa: F401
+        except ImportError:
+            self.skipTest('matplotlib not installed')
+        directory = self.useFixture(fixtures.TempDir()).path
+        source = os.path.join(directory, 'peers.json')
+        with open(source, 'w') as out:
+            json.dump({'where': 'a TCG guest', 'kernel': '6.1',
+                       'stacks': [self.entry('cas-wb', seconds=25.0)]}, out)
+        self.assertEqual(0, peers.main(['plot', source, directory]))
+        with open(os.path.join(directory, 'peers.png'), 'rb') as png:
+            self.assertEqual(b'\x89PNG', png.read(4))
+        with open(os.path.join(directory, 'peers-summary.rst')) as table:
+            self.assertIn('cas-wb', table.read())
