@@ -128,8 +128,26 @@ class Stack:
         return layout_file.parse(text, self.name).instances[0]
 
 
-#: variants of the product's Open CAS configuration run by default
-DEFAULT_VARIANTS = ('cas-wb-acp=wb:cleaning.policy=acp',)
+#: variants of the product's Open CAS configuration run by default: each
+#: changes one of its defaults, so the run shows what that default buys
+#: (doc/source/admin/tuning.rst points to these rows)
+DEFAULT_VARIANTS = (
+    # cleaning policy: ACP instead of ALRU
+    'cas-wb-acp=wb:cleaning.policy=acp',
+    # ALRU as Open CAS ships it: the product's wake-up, staleness,
+    # activity threshold and dirty-ratio trigger undone
+    'cas-wb-ocf=wb:cleaning.wake_up_s=20,cleaning.staleness_s=120,'
+    'cleaning.activity_threshold_ms=10000,'
+    'cleaning.dirty_ratio_threshold_pct=100',
+    # ALRU flushing ten times as many lines per pass
+    'cas-wb-fmb1000=wb:cleaning.flush_max_buffers=1000',
+    # cache line size
+    'cas-wb-64k=wb:line_size_kib=64',
+    # no sequential cut-off
+    'cas-wb-noseq=wb:seq_cutoff.policy=never',
+    # write-through promoting every miss instead of nhit
+    'cas-wt-always=wt:promotion.policy=always',
+)
 
 
 def parse_variant(text: str) -> Stack:

@@ -129,9 +129,11 @@ class TableTest(testtools.TestCase):
         stack_list = data.stacks([data.parse_variant(text)
                                   for text in data.DEFAULT_VARIANTS])
         names = [stack.name for stack in stack_list]
-        self.assertEqual(['krbd', 'cas-wb', 'cas-wb-acp', 'bcache-wb',
-                          'dmcache-wb', 'dmwritecache', 'cas-wt',
-                          'bcache-wt', 'dmcache-wt'], names)
+        self.assertEqual(['krbd', 'cas-wb', 'cas-wb-acp', 'cas-wb-ocf',
+                          'cas-wb-fmb1000', 'cas-wb-64k', 'cas-wb-noseq',
+                          'bcache-wb', 'dmcache-wb', 'dmwritecache',
+                          'cas-wt', 'cas-wt-always', 'bcache-wt',
+                          'dmcache-wt'], names)
         by_name = {stack.name: stack for stack in stack_list}
         wb_cases = [c.name for c in data.cases_for(by_name['bcache-wb'])]
         wt_cases = [c.name for c in data.cases_for(by_name['bcache-wt'])]
@@ -194,6 +196,23 @@ class LayoutTest(testtools.TestCase):
                           'line_size_kib': 64,
                           'cleaning': {'wake_up_s': 1}},
                          document['instances'][0])
+
+    def test_each_default_variant_changes_one_default(self):
+        for text in data.DEFAULT_VARIANTS:
+            stack = data.parse_variant(text)
+            product = self.values(data.Stack(
+                'cas-' + stack.mode, 'cas', stack.mode).instance_layout(
+                    1, '/dev/ram0'))
+            instance = stack.instance_layout(1, '/dev/ram0')
+            changed = {key for key, value in self.values(instance).items()
+                       if product.get(key) != value}
+            if instance.line_size_kib != layout_file.DEFAULT_LINE_SIZE_KIB:
+                changed.add('line size')
+            self.assertTrue(changed, text)
+            # one section each: the row's difference has one cause
+            self.assertEqual(1, len({key[0].split('-')[0] if key != 'line '
+                                     'size' else key for key in changed}),
+                             (text, changed))
 
     def test_another_policy_gets_open_cas_own_parameters(self):
         stack = data.parse_variant(data.DEFAULT_VARIANTS[0])
