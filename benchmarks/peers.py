@@ -854,7 +854,10 @@ def run_plot(args: argparse.Namespace) -> int:
     figure, (lat_axis, dirty_axis) = pyplot.subplots(
         2, 1, figsize=(13, 10))
     width = 0.8 / max(len(stack_names), 1)
+    # one colour per stack (the default cycle repeats after ten)
+    palette = matplotlib.colormaps['tab20']
     for index, item in enumerate(document['stacks']):
+        colour = palette(index % palette.N)
         by_case = {row['case']: row for row in item.get('cases', [])}
         values = []
         for name in case_names:
@@ -862,13 +865,13 @@ def run_plot(args: argparse.Namespace) -> int:
             direction = row.get('read') or row.get('write')
             values.append(direction['avg_us'] if direction else 0)
         lat_axis.bar([x + index * width for x in range(len(case_names))],
-                     values, width, label=item['stack'])
+                     values, width, label=item['stack'], color=colour)
         samples = [sample for row in item.get('cases', [])
                    for sample in row.get('dirty') or []]
         if samples:
             dirty_axis.plot([s[0] for s in samples],
                             [s[1] / 2 ** 20 for s in samples], '.-',
-                            label=item['stack'])
+                            label=item['stack'], color=colour)
     lat_axis.set_xticks([x + 0.4 for x in range(len(case_names))])
     lat_axis.set_xticklabels(case_names, rotation=25, ha='right',
                              fontsize=8)

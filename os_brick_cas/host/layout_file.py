@@ -45,20 +45,35 @@ TOP_KEYS = ('version', 'flush_rate_mib_s', 'instances')
 
 #: per-mode defaults; a section whose policy differs from the default's
 #: gets Open CAS's own defaults for that policy's parameters instead.
+#: Each one is measured against a stack that undoes it in the peers run
+#: (benchmarks/peers.py, peers_data.DEFAULT_VARIANTS; the figures in
+#: doc/source/admin/tuning.rst, "Measured against its peers"); the row
+#: that justifies it is named below.
+#: seq cut-off always/64 KiB: cas-wb against cas-wb-noseq (the fixed
+#: range kept after a scan)
 _SEQ_CUTOFF = {'policy': 'always', 'threshold_kib': 64}
 DIRTY_DEFAULTS = {
+    # alru: cas-wb against cas-wb-acp (write and read latency, also while
+    # cleaning); wake-up, staleness, activity threshold and dirty-ratio
+    # trigger: against cas-wb-ocf (Open CAS's own values: dirty data left,
+    # drain); flush_max_buffers 100: against cas-wb-fmb1000 (QD1 write)
     P.CLEANING: {'policy': 'alru', 'wake_up_s': 5, 'staleness_s': 30,
                  'flush_max_buffers': 100, 'activity_threshold_ms': 1000,
                  'dirty_ratio_threshold_pct': 20,
                  'dirty_ratio_inertia_mib': 128},
+    # always: a write-back instance absorbs every write (design; nhit's
+    # trigger is an occupancy the run's cases do not reach)
     P.PROMOTION: {'policy': 'always'},
     P.SEQ_CUTOFF: _SEQ_CUTOFF,
 }
 CLEAN_DEFAULTS = {
     P.CLEANING: {'policy': 'alru'},
+    # nhit: cas-wt against cas-wt-always
     P.PROMOTION: {'policy': 'nhit', 'threshold': 3, 'trigger_pct': 80},
     P.SEQ_CUTOFF: _SEQ_CUTOFF,
 }
+#: 4 KiB: cas-wb against cas-wb-64k (zipf working set larger than the
+#: cache); the RAM it costs in tuning.rst, "Sizing"
 DEFAULT_LINE_SIZE_KIB = 4
 
 
