@@ -64,8 +64,10 @@ import yaml   # noqa: E402
 
 import kernel as kernel_bench   # noqa: E402  benchmarks/kernel.py
 from os_brick_cas import casadm as casadm_mod   # noqa: E402
+from os_brick_cas import exception   # noqa: E402
 from os_brick_cas.host import layout_file   # noqa: E402
 from os_brick_cas.host import prep   # noqa: E402
+from os_brick_cas.opencas import casadm_output   # noqa: E402
 import peers_data as data       # noqa: E402  benchmarks/peers_data.py
 
 #: bcache's accounting period (300/22 s), and a margin
@@ -480,15 +482,6 @@ def remove_bcache(devices: list[str]) -> None:
     raise RuntimeError('bcache left behind: %s' % bcache_left())
 
 
-def opencas_release() -> Optional[tuple[int, int]]:
-    version = os.environ.get('OS_BRICK_CAS_OPENCAS_VERSION', '')
-    parts = version.lstrip('v').split('.')
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return None
-
-
 # -- the cases --------------------------------------------------------------
 
 class DirtySampler(threading.Thread):
@@ -658,9 +651,13 @@ def check_prerequisites(target: Target, wiped: list[str]) -> list[str]:
     if shutil.which('casadm'):
         listed = subprocess.run(['casadm', '-L', '-o', 'csv'],
                                 capture_output=True, text=True)
-        ids = [row.split(',')[1] for row in listed.stdout.splitlines()
-               if row.startswith('cache,')]
-        if str(target.cache_id) in ids:
+        try:
+            running = casadm_output.parse_list(listed.stdout)
+        except exception.CasError:
+            running = []
+            missing.append('casadm -L answered %r: is Open CAS loaded?' %
+                           (listed.stdout + listed.stderr)[:200])
+        if target.cache_id in [cache.cache_id for cache in running]:
             missing.append('Open CAS instance %d runs here: choose a free '
                            '--cache-id' % target.cache_id)
     if not os.path.exists(target.ceph_conf):

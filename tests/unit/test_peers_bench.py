@@ -12,6 +12,7 @@
 
 """The peer benchmark's logic (benchmarks/peers_data.py, run_case)."""
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -367,6 +368,33 @@ class OperatorHostTest(testtools.TestCase):
                       'agree', missing)
         self.assertFalse([line for line in missing
                           if line.startswith('/dev/zero is wiped')])
+
+    def test_an_instance_id_in_use_is_refused(self):
+        # casadm -L -o csv as v26.03.2 prints it (casadm-samples 040)
+        listing = ('type,id,disk,status,write policy,device\n'
+                   'cache,7,/dev/nvme0n1p2,Running,wb,-\n'
+                   'core,1,/dev/rbd0,Active,-,/dev/cas7-1\n')
+        target = peers.Target(cache_dev='/nonexistent-a',
+                              metadata_dev='/nonexistent-b',
+                              ceph_conf='/nonexistent', pool='p',
+                              rbd_user='u', cache_id=7)
+
+        def which(tool):
+            return '/usr/sbin/casadm' if tool == 'casadm' else None
+        done = mock.Mock(stdout=listing, stderr='', returncode=0)
+        with mock.patch.object(peers, 'MODULES', ()), \
+                mock.patch.object(peers, 'TOOLS', ()), \
+                mock.patch.object(peers.shutil, 'which', which), \
+                mock.patch.object(peers.subprocess, 'run',
+                                  return_value=done) as run:
+            missing = peers.check_prerequisites(target, [])
+            free = peers.check_prerequisites(
+                dataclasses.replace(target, cache_id=16384), [])
+        self.assertIn('Open CAS instance 7 runs here: choose a free '
+                      '--cache-id', missing)
+        self.assertFalse([line for line in free if 'runs here' in line])
+        run.assert_any_call(['casadm', '-L', '-o', 'csv'],
+                            capture_output=True, text=True)
 
 
 class SummaryTest(testtools.TestCase):
