@@ -36,6 +36,8 @@ SERIES = {
 
 VERSION_FILE = 'sys/module/cas_cache/version'
 SRCVERSION_FILE = 'sys/module/cas_cache/srcversion'
+#: the module parameter os-brick-cas checks, as the real module exposes it
+SCHEDULER_FILE = 'sys/module/cas_cache/parameters/use_io_scheduler'
 MANIFEST_FILE = 'usr/lib/opencas/os-brick-cas-build.json'
 
 
@@ -74,17 +76,18 @@ def build(root: str, version: str, patched: bool = True) -> dict:
 
 
 def load(root: str, version: str,
-         manifest: Optional[dict] = None) -> None:
+         manifest: Optional[dict] = None, use_io_scheduler: int = 1) -> None:
     """Load a module: the manifest's build, else the release unpatched."""
     _write(root, VERSION_FILE, version + '\n')
     _write(root, SRCVERSION_FILE, (
         manifest['srcversion'] if manifest else srcversion(version, ()))
         + '\n')
+    _write(root, SCHEDULER_FILE, '%d\n' % use_io_scheduler)
 
 
 def unload(root: str) -> None:
     """Unload the module (its sysfs directory goes)."""
-    for relative in (VERSION_FILE, SRCVERSION_FILE):
+    for relative in (VERSION_FILE, SRCVERSION_FILE, SCHEDULER_FILE):
         path = os.path.join(root, relative)
         if os.path.exists(path):
             os.unlink(path)

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The pyocf suite: tests/pyocf (the LOOKUP_HIT_INVALID resume race,
-# issue 33) run by OCF's own userspace framework (pyocf, ocf/tests/
+# issue 33; and test_wt_fast_path.py, what doctor's use_io_scheduler
+# check rests on) run by OCF's own userspace framework (pyocf, ocf/tests/
 # functional of the Open CAS release tarball), built twice: unpatched and
 # with the os_brick_cas role's patch series for that release. Passes only
 # if every reproducer FAILS on the unpatched build (the tests detect the
@@ -172,3 +173,14 @@ if ! verdict; then
     fail "see above"
 fi
 note "every reproducer fails on unpatched $release and passes with its series"
+# -- what doctor's use_io_scheduler check rests on (passes while OCF puts
+# wt/wa write hits on its write-back fast path when use_submit_io_fast)
+note "tests/pyocf/test_wt_fast_path.py on $release patched"
+(cd tests/pyocf &&
+ GCOV_PREFIX=$results/gcov-fast PYTHONPATH=$patched PYTHONDONTWRITEBYTECODE=1 \
+     timeout 300 nice -n 19 "$venv/bin/python" -m pytest -q \
+         -p no:cacheprovider -p no:logging --rootdir . \
+         test_wt_fast_path.py) > "$results/fast-path.log" 2>&1 ||
+    { tail -n 60 "$results/fast-path.log"
+      fail "test_wt_fast_path.py failed: does $release still send wt/wa write hits down the write-back fast path? (see doctor's use_io_scheduler check)"; }
+note "wt and wa write hits stay dirty with use_submit_io_fast, as doctor's use_io_scheduler check assumes"

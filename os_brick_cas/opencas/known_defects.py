@@ -47,6 +47,15 @@ from os_brick_cas import opts
 VERSION_FILE = 'sys/module/cas_cache/version'
 SRCVERSION_FILE = 'sys/module/cas_cache/srcversion'
 MANIFEST_FILE = 'usr/lib/opencas/os-brick-cas-build.json'
+#: cas_cache's ``use_io_scheduler`` (0440, so readable by root only). At 0
+#: every Open CAS release we know (v24.9 to v26.03) sends write-through and
+#: write-around write hits down OCF's write-back fast path: they stay dirty
+#: in the cache and do not reach Ceph (OCF ocf_core.c,
+#: _ocf_core_req_resolve_fast_mode; shown in OCF's pyocf on v26.03.2).
+SCHEDULER_FILE = 'sys/module/cas_cache/parameters/use_io_scheduler'
+#: the modes whose write hits that setting leaves dirty
+LAZY_WITHOUT_SCHEDULER = (modes.CacheMode.WRITE_THROUGH,
+                          modes.CacheMode.WRITE_AROUND)
 
 #: a defect that can lose acknowledged writes: the mode is not offered
 DATA_LOSS = 'data-loss'
@@ -136,6 +145,11 @@ def _root(conf: cfg.ConfigOpts) -> str:
 def loaded_version(conf: cfg.ConfigOpts = cfg.CONF) -> Optional[str]:
     """The loaded cas_cache module's version, None if it is not loaded."""
     return _read(os.path.join(_root(conf), VERSION_FILE))
+
+
+def use_io_scheduler(conf: cfg.ConfigOpts = cfg.CONF) -> Optional[str]:
+    """The loaded module's ``use_io_scheduler``; None if unreadable."""
+    return _read(os.path.join(_root(conf), SCHEDULER_FILE))
 
 
 def read_manifest(conf: cfg.ConfigOpts = cfg.CONF) -> Optional[dict]:

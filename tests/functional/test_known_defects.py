@@ -192,3 +192,49 @@ class PatchedBuildTestCase(base.FunctionalTestCase):
         self.assertIn(DEFECT, str(error))
         self.assertIn('WARN Open CAS 26.03.2.0000.release has known defect '
                       '%s' % CRASH, self.doctor()[1])
+
+
+class IoSchedulerTestCase(base.FunctionalTestCase):
+    """cas_cache loaded with use_io_scheduler=0: wt/wa write hits lazy.
+
+    Open CAS then sends write-through and write-around write hits down
+    OCF's write-back fast path (shown in OCF's pyocf on v26.03.2): doctor
+    fails while such an instance is configured.
+    """
+
+    caches = {1: 'wt', 2: 'wb'}
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.tmp, 'root')
+        self.conf.config(group='os_brick_cas', host_root=self.root)
+
+    def doctor(self, use_io_scheduler: int) -> tuple[int, list[str]]:
+        sim_module.load(self.root, '25.12.2.0000.release',
+                        use_io_scheduler=use_io_scheduler)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = cli.main(['doctor'])
+        return code, [line for line in out.getvalue().splitlines()
+                      if 'use_io_scheduler' in line]
+
+    def test_doctor_fails_a_host_serving_wt_without_the_scheduler(self):
+        code, [line] = self.doctor(0)
+        self.assertEqual(2, code)
+        self.assertTrue(line.startswith(
+            'FAIL cas_cache is loaded with use_io_scheduler=0: Open CAS then '
+            'serves wt and wa write hits on its write-back fast path'), line)
+        self.assertIn('this host serves wt ([os_brick_cas] '
+                      'cache_instances)', line)
+        self.assertIn('use_io_scheduler=1 (its default)', line)
+
+    def test_the_default_passes_and_a_wb_only_host_is_warned(self):
+        code, [line] = self.doctor(1)
+        self.assertEqual('OK   cas_cache use_io_scheduler=1: write-through '
+                         'and write-around write hits reach Ceph at once',
+                         line)
+        self.conf.config(group='os_brick_cas', cache_instances={'wb': '2'})
+        _code, [line] = self.doctor(0)
+        self.assertTrue(line.startswith('WARN cas_cache is loaded with '
+                                        'use_io_scheduler=0'), line)
+        self.assertIn('no such instance is configured yet', line)

@@ -103,6 +103,35 @@ def opencas_defects(host: Host) -> Iterator[Finding]:
                                     'accepted_data_loss_defects'
                                     if defect.key in accepted else
                                     'those modes are not offered'))
+    yield from _io_scheduler(host)
+
+
+def _io_scheduler(host: Host) -> Iterator[Finding]:
+    """cas_cache's use_io_scheduler: at 0, wt/wa write hits stay dirty."""
+    value = known_defects.use_io_scheduler(host.conf)
+    if value is None:
+        return      # an older module, or not root: nothing to say
+    if value == '1':
+        yield Finding(OK, 'cas_cache use_io_scheduler=1: write-through and '
+                          'write-around write hits reach Ceph at once')
+        return
+    lazy = known_defects.LAZY_WITHOUT_SCHEDULER
+    exposed = [mode.value for mode in host.policy().instances
+               if mode in lazy]
+    yield Finding(
+        FAIL if exposed else WARN,
+        'cas_cache is loaded with use_io_scheduler=%s: Open CAS then '
+        'serves %s write hits on its write-back fast path, so they stay '
+        'dirty in the cache and do not reach Ceph, while the instance still '
+        'says it is in that mode (OCF _ocf_core_req_resolve_fast_mode, '
+        'v24.9 to v26.03)%s. Load cas_cache with use_io_scheduler=1 (its '
+        'default): remove the option from /etc/modprobe.d, stop the '
+        'instances ("os-brick-cas host stop" flushes them first), reload '
+        'the module and run "os-brick-cas host apply".' % (
+            value, ' and '.join(mode.value for mode in lazy),
+            '; this host serves %s ([os_brick_cas] cache_instances)' %
+            '/'.join(exposed) if exposed else
+            '; no such instance is configured yet'))
 
 
 @register('stopped-caches')
