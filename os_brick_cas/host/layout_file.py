@@ -56,7 +56,9 @@ DIRTY_DEFAULTS = {
     # alru: cas-wb against cas-wb-acp (write and read latency, also while
     # cleaning); wake-up, staleness, activity threshold and dirty-ratio
     # trigger: against cas-wb-ocf (Open CAS's own values: dirty data left,
-    # drain); flush_max_buffers 100: against cas-wb-fmb1000 (QD1 write)
+    # drain); flush_max_buffers 100: against cas-wb-fmb1000 (QD1 write);
+    # the inertia is Open CAS's own 128 MiB, not measured: below 640 MiB
+    # of cache (the run's is 64) it keeps the trigger on (tuning.rst)
     P.CLEANING: {'policy': 'alru', 'wake_up_s': 5, 'staleness_s': 30,
                  'flush_max_buffers': 100, 'activity_threshold_ms': 1000,
                  'dirty_ratio_threshold_pct': 20,
