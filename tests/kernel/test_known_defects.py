@@ -20,6 +20,8 @@ attaches. The version comes from the loaded module's
 /sys/module/cas_cache/version, the same module ``casadm -V`` reports.
 """
 
+import os
+
 from os_brick_cas import casadm
 from os_brick_cas import exception
 from os_brick_cas.opencas import known_defects
@@ -62,3 +64,10 @@ class KnownDefectGateTestCase(base.KernelTestCase):
         self.assertEqual(core.exported, info['path'])
         self.connector.disconnect_volume(props, info)
         self.assertEqual([], self.cores())
+
+    def test_the_real_module_shows_use_io_scheduler_to_root(self):
+        # doctor's check reads this file (0440): the real module has it,
+        # at its default, so wt write hits take the write-through path
+        self.assertEqual('1', known_defects.use_io_scheduler())
+        self.assertEqual(0o440, os.stat(
+            '/' + known_defects.SCHEDULER_FILE).st_mode & 0o777)
