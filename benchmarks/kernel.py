@@ -404,6 +404,11 @@ def summary(rounds: list[dict[str, Any]]) -> str:
     return '\n'.join(lines)
 
 
+def opencas_version() -> str:
+    """``casadm -V -o csv`` on one line (module and CLI versions)."""
+    return run('casadm', '-V', '-o', 'csv').strip().replace('\n', '; ')
+
+
 def run_guest(args: argparse.Namespace) -> int:
     results_dir = args.results or os.environ.get(
         'OS_BRICK_CAS_KERNEL_RESULTS')
@@ -415,7 +420,7 @@ def run_guest(args: argparse.Namespace) -> int:
     from tests.kernel import base as kernel_base   # the guest's checkout
     report, emit = drain_bench.start_report()
     port = kernel_base.mon_port()
-    version = run('casadm', '-V', '-o', 'csv').strip().replace('\n', '; ')
+    version = opencas_version()
     where = '%s; kernel %s; %s' % (LABEL, os.uname().release, version)
     emit('os-brick-cas real-kernel benchmark -- %s' % where)
     rounds = []

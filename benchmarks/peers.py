@@ -643,9 +643,10 @@ def check_prerequisites(target: Target, wiped: list[str]) -> list[str]:
         return missing
     if os.path.realpath(devices[0]) == os.path.realpath(devices[1]):
         missing.append('--cache-device and --metadata-device are the same')
+    present = bcache_left()
     missing += ['bcache present (%s): the run stops every bcache device; '
-                'run it on a host without bcache' % ', '.join(bcache_left())
-                ] if bcache_left() else []
+                'run it on a host without bcache' % ', '.join(present)
+                ] if present else []
     missing += ['device-mapper device %s exists' % DM_NAME
                 ] if glob.glob('/dev/mapper/' + DM_NAME) else []
     if shutil.which('casadm'):
@@ -808,7 +809,7 @@ def run_guest(args: argparse.Namespace) -> int:
 
 def opencas_version() -> Optional[str]:
     with contextlib.suppress(RuntimeError, OSError):
-        return run('casadm', '-V', '-o', 'csv').strip().replace('\n', '; ')
+        return kernel_bench.opencas_version()
     return None
 
 
